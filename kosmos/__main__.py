@@ -1,0 +1,5 @@
+"""`python -m kosmos` runs the command line."""
+
+from kosmos.cli import main
+
+raise SystemExit(main())

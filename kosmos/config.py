@@ -1,0 +1,187 @@
+"""Settings, resolved once at the edge: flags > environment > config file > defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from kosmos.errors import ConfigError
+
+DEFAULT_BASE_URL = "http://localhost:3002/v1"
+DEFAULT_MODEL = "CHEAP"
+
+# Environment variables a user may set (seed 001 names the first two).
+ENV_BASE_URL = "AI_KOSMOS_MODEL_BASE_URL"
+ENV_MODEL = "AI_MODEL"
+ENV_API_KEYS = {
+    "openai": ("KOSMOS_API_KEY", "OPENAI_API_KEY"),
+    "gemini": ("KOSMOS_API_KEY", "GEMINI_API_KEY"),
+}
+
+
+class HostSettings(BaseModel):
+    """Per-host settings from the `hosts:` section of the config file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: Literal["ask", "read-only", "auto"] | None = None
+
+
+class Settings(BaseModel):
+    """Everything a run needs to know, frozen once resolved."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["openai", "gemini"] = "openai"
+    base_url: str = DEFAULT_BASE_URL
+    model: str = Field(DEFAULT_MODEL, min_length=1)
+    api_key: SecretStr | None = None
+    temperature: float = Field(0.3, ge=0, le=2)
+    max_tokens: int = Field(512, ge=1)
+    llm_timeout: float = Field(30, gt=0)
+    llm_retries: int = Field(2, ge=0, le=10)
+    knowledge_timeout: float = Field(5, gt=0)
+    remote_skill_timeout: float = Field(5, gt=0)
+    connect_timeout: float = Field(10, gt=0)
+    max_steps: int = Field(100, ge=1, le=10000)
+    command_timeout: float = Field(60, gt=0)
+    skills_dirs: tuple[Path, ...] = ()
+    transcript_dir: Path | None = None
+    prompts_file: Path | None = None
+    hosts: dict[str, HostSettings] = Field(default_factory=dict)
+
+    def chat_url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+
+# Keys a config file may hold: every field of Settings.
+FILE_KEYS = tuple(Settings.model_fields)
+
+
+def config_paths(cwd: Path, env: Mapping[str, str], home: Path) -> list[Path]:
+    """Config files in increasing priority: the user's, then the project's `./kosmos.yaml`."""
+    xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    return [xdg / "kosmos" / "config.yaml", cwd / "kosmos.yaml"]
+
+
+def state_dir(env: Mapping[str, str], home: Path) -> Path:
+    xdg = Path(env["XDG_STATE_HOME"]) if env.get("XDG_STATE_HOME") else home / ".local" / "state"
+    return xdg / "kosmos"
+
+
+def user_config_dir(env: Mapping[str, str], home: Path) -> Path:
+    xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    return xdg / "kosmos"
+
+
+ALLOWED = {
+    "provider": "openai or gemini",
+    "base_url": "an http(s) URL such as http://localhost:11434/v1",
+    "model": "a model name the server knows",
+    "api_key": "a string (better: the KOSMOS_API_KEY environment variable)",
+    "temperature": "a number from 0 to 2",
+    "max_tokens": "a whole number of at least 1",
+    "llm_timeout": "seconds, more than 0",
+    "llm_retries": "a whole number from 0 to 10",
+    "knowledge_timeout": "seconds, more than 0",
+    "remote_skill_timeout": "seconds, more than 0",
+    "connect_timeout": "seconds, more than 0",
+    "max_steps": "a whole number from 1 to 10000",
+    "command_timeout": "seconds, more than 0",
+    "skills_dirs": "a list of directories",
+    "transcript_dir": "a directory",
+    "prompts_file": "a JSON file of prompt texts",
+    "hosts": "a mapping of host name to settings (policy: ask, read-only or auto)",
+}
+
+
+def _allowed(field: str) -> str:
+    return ALLOWED.get(field, "see the README")
+
+
+def _explain(err: ValidationError, source: str) -> ConfigError:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    field = str(first["loc"][0]) if first["loc"] else ""
+    if first["type"] == "extra_forbidden":
+        return ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {', '.join(FILE_KEYS)}")
+    allowed = f"; allowed: {_allowed(field)}" if field in ALLOWED else ""
+    return ConfigError(f"{source}: {loc}: {first['msg']}{allowed}")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read one YAML config file into a mapping, with a one-line error naming the file."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config file: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML: {problem}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: expected a mapping of settings (key: value), got {type(data).__name__}"
+        )
+    for key in data:
+        if key not in Settings.model_fields:
+            raise ConfigError(f"{path}: unknown key '{key}'; allowed keys: {', '.join(FILE_KEYS)}")
+    try:
+        Settings.model_validate(data)
+    except ValidationError as e:
+        raise _explain(e, str(path)) from e
+    return data
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    home: Path,
+    config_path: Path | None = None,
+) -> Settings:
+    """Merge flags > environment > config file(s) > defaults into one frozen Settings.
+
+    `flags` holds only the options the user actually gave (None values are ignored).
+    """
+    merged: dict[str, Any] = {}
+    if config_path is not None:
+        if not config_path.is_file():
+            raise ConfigError(f"{config_path}: config file not found; check --config")
+        merged.update(read_config_file(config_path))
+    else:
+        for path in config_paths(cwd, env, home):
+            if path.is_file():
+                merged.update(read_config_file(path))
+
+    provider = (flags or {}).get("provider") or merged.get("provider") or "openai"
+    from_env: dict[str, Any] = {}
+    if env.get(ENV_BASE_URL):
+        from_env["base_url"] = env[ENV_BASE_URL]
+    if env.get(ENV_MODEL):
+        from_env["model"] = env[ENV_MODEL]
+    for name in ENV_API_KEYS.get(provider, ()):
+        if env.get(name):
+            from_env["api_key"] = env[name]
+            break
+    merged.update(from_env)
+    merged.update({k: v for k, v in (flags or {}).items() if v is not None})
+
+    for key in ("skills_dirs",):
+        if key in merged and isinstance(merged[key], str | Path):
+            merged[key] = [merged[key]]
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as e:
+        raise _explain(e, "settings") from e
+    if settings.transcript_dir is None:
+        settings = settings.model_copy(update={"transcript_dir": state_dir(env, home) / "runs"})
+    return settings

@@ -1,0 +1,83 @@
+"""The one error tree users see: each error is one line and carries its exit code."""
+
+from __future__ import annotations
+
+# Exit codes of DESIGN.md.
+EXIT_DONE = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_STEP_LIMIT = 3
+EXIT_NEEDS_INPUT = 4
+EXIT_LLM = 5
+EXIT_HOST = 6
+EXIT_INTERRUPTED = 130
+
+
+class KosmosError(Exception):
+    """Base of every error a user can see; its message says what failed and what to do."""
+
+    exit_code: int = EXIT_FAILED
+    status: str = "failed"
+
+
+class UsageError(KosmosError):
+    """A bad flag, config value, skill file or parameter."""
+
+    exit_code = EXIT_USAGE
+    status = "error"
+
+
+class ConfigError(UsageError):
+    """A config file or value that cannot be used."""
+
+
+class SkillError(UsageError):
+    """A SKILL.md that cannot be loaded; the message starts with `path:line:`."""
+
+
+class SkillNotFound(UsageError):
+    """No skill of that name in any of the places kosmos looks."""
+
+
+class ParamError(UsageError):
+    """A skill parameter that is missing or breaks its rules."""
+
+
+class RunFailed(KosmosError):
+    """The run could not go on (for example, the LLM kept answering in the wrong format)."""
+
+    exit_code = EXIT_FAILED
+    status = "failed"
+
+
+class StepLimitReached(KosmosError):
+    exit_code = EXIT_STEP_LIMIT
+    status = "step_limit"
+
+
+class InputNeeded(KosmosError):
+    """Non-interactive mode reached a point where a person has to answer."""
+
+    exit_code = EXIT_NEEDS_INPUT
+    status = "needs_input"
+
+
+class LLMError(KosmosError):
+    """The LLM is unreachable or kept failing after retries."""
+
+    exit_code = EXIT_LLM
+    status = "error"
+
+
+class HostError(KosmosError):
+    """The host is unreachable, refused us, or authentication failed."""
+
+    exit_code = EXIT_HOST
+    status = "error"
+
+
+class Aborted(KosmosError):
+    """The operator interrupted the run (Ctrl-C or SIGTERM)."""
+
+    exit_code = EXIT_INTERRUPTED
+    status = "aborted"

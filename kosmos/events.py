@@ -1,0 +1,199 @@
+"""Typed events: the engine emits them, front ends render them, the transcript stores them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class Event(BaseModel):
+    """Base of every event; `type` names it on the wire (transcript, --json)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # Events that only matter live (streamed output) are not written to the transcript.
+    persist: ClassVar[bool] = True
+
+    type: str
+    ts: float = Field(default_factory=time.time)
+    host: str | None = None
+
+
+class RunStarted(Event):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    skill: str
+    skill_path: str
+    params: dict[str, str] = {}
+    prompt: str | None = None
+    protocol: str = "tags"
+    model: str
+    base_url: str
+    max_steps: int
+    history_mode: str = "full"
+    transcript: str | None = None
+
+
+class KnowledgeLoaded(Event):
+    """The host's knowledge file was found and goes into the system prompt."""
+
+    type: Literal["knowledge_loaded"] = "knowledge_loaded"
+    path: str
+    text: str
+
+
+class Notice(Event):
+    """Something the operator should know that does not stop the run."""
+
+    type: Literal["warning"] = "warning"
+    message: str
+
+
+class Message(BaseModel):
+    """One chat message as the LLM sees it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+
+
+class LLMRequest(Event):
+    """An LLM call starts. `new_messages` are those added since the previous request."""
+
+    type: Literal["llm_request"] = "llm_request"
+    step: int
+    new_messages: list[Message]
+    sent_messages: int
+    sent_bytes: int
+
+
+class LLMRetry(Event):
+    type: Literal["llm_retry"] = "llm_retry"
+    step: int
+    attempt: int
+    reason: str
+    delay_s: float
+
+
+class LLMReply(Event):
+    type: Literal["llm_reply"] = "llm_reply"
+    step: int
+    content: str
+    duration_s: float
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+DirectiveKind = Literal["cmd", "ask", "message", "done"]
+
+
+class Directive(Event):
+    """What the LLM asked for in one reply."""
+
+    type: Literal["directive"] = "directive"
+    step: int
+    kind: DirectiveKind
+    text: str
+    required: bool = True
+    inferred: bool = False
+
+
+class FormatError(Event):
+    """A reply without one of the five tags."""
+
+    type: Literal["format_error"] = "format_error"
+    step: int
+    reply: str
+    count: int
+
+
+class CommandDecision(Event):
+    type: Literal["command_decision"] = "command_decision"
+    step: int
+    decision: Literal["run", "skip", "edit"]
+    command: str
+    proposed: str
+
+
+class CommandStarted(Event):
+    type: Literal["command_started"] = "command_started"
+    step: int
+    command: str
+
+
+class CommandOutput(Event):
+    """A chunk of live output for front ends; the transcript keeps it in CommandFinished."""
+
+    persist: ClassVar[bool] = False
+
+    type: Literal["command_output"] = "command_output"
+    step: int
+    text: str
+
+
+class CommandFinished(Event):
+    type: Literal["command_finished"] = "command_finished"
+    step: int
+    command: str
+    exit_code: int | None
+    duration_s: float
+    bytes: int
+    timed_out: bool = False
+    cancelled: bool = False
+    connection_lost: bool = False
+    output: str
+    output_truncated: bool = False
+    sent_to_llm: str
+
+
+class Answer(Event):
+    type: Literal["answer"] = "answer"
+    step: int
+    question: str
+    answer: str | None
+    required: bool
+
+
+class RunFinished(Event):
+    """The last event of a run; `--json` prints it as the final `result` line."""
+
+    type: Literal["result"] = "result"
+    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted"]
+    steps: int
+    message: str
+    exit_code: int
+    duration_s: float = 0.0
+    commands_run: int = 0
+    transcript: str | None = None
+
+
+AnyEvent = Annotated[
+    RunStarted
+    | KnowledgeLoaded
+    | Notice
+    | LLMRequest
+    | LLMRetry
+    | LLMReply
+    | Directive
+    | FormatError
+    | CommandDecision
+    | CommandStarted
+    | CommandOutput
+    | CommandFinished
+    | Answer
+    | RunFinished,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+Emit = Callable[[Event], None]
+
+
+def parse_event(data: dict[str, Any]) -> Event:
+    """Turn one transcript line back into its event."""
+    return EVENT_ADAPTER.validate_python(data)
