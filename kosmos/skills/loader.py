@@ -1,0 +1,239 @@
+"""Reading SKILL.md: the `---` frontmatter (YAML, or kosmos-panel's looser lines) and the body."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from kosmos.errors import SkillError
+from kosmos.skills.model import FRONTMATTER_KEYS, Skill
+
+Loc = tuple[str | int, ...]
+
+# kosmos-panel read frontmatter with regexes, so files exist whose values hold ': ' unquoted
+# (`description: Check disk: what fills it`), which YAML rejects. Such a file is accepted when
+# every line is a top-level `key: value` line or a comment.
+_FLAT_LINE = re.compile(r"^([A-Za-z_][\w-]*):(?:[ \t](.*))?$")
+
+# Where a raw YAML scalar is kept as written: `default: 0755` is the text "0755", not 493.
+_TEXT_FIELDS = ("name", "description", "default")
+
+_ALLOWED = {
+    "name": "one line of text",
+    "description": "text",
+    "params": (
+        "a list of parameters, each like '- name: path' with optional description, "
+        "required, default, max_length and choices"
+    ),
+    "history_mode": "full, last_n or system_only",
+    "history_max": "a whole number of at least 1",
+    "timeout": "seconds, a number more than 0",
+    "protocol": "tags, json, tools or auto",
+    "required": "true or false",
+    "default": "one value (text or a number)",
+    "max_length": "a whole number of at least 1",
+    "choices": "a non-empty list of values",
+}
+
+
+def load_skill_file(
+    path: Path, source: str, *, ref: str = "", fallback_name: str | None = None
+) -> Skill:
+    """Load one SKILL.md; without a frontmatter `name` the skill is named after its folder."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SkillError(
+            f"{path}:1: cannot read the file: {e.strerror}; check that it is readable"
+        ) from e
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise SkillError(f"{path}:{line}: not UTF-8 text; save the file as UTF-8") from None
+    if fallback_name is None:
+        fallback_name = path.parent.name if path.name == "SKILL.md" else path.stem
+    return parse_skill(text, path=str(path), fallback_name=fallback_name, source=source, ref=ref)
+
+
+def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: str = "") -> Skill:
+    """Parse the text of a SKILL.md. Errors are SkillError `path:line: what is wrong`."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if start is None:
+        raise SkillError(
+            f"{path}:1: the file is empty; write the skill's steps in Markdown, optionally "
+            "after a frontmatter block (---, name: ..., description: ..., ---)"
+        )
+    data: dict[Any, Any] = {}
+    where: dict[Loc, int] = {}
+    first_line = 1
+    if lines[start].rstrip() != "---":
+        # No frontmatter: kosmos-panel runs such a file with the folder name as its name.
+        body, body_line = text.strip(), start + 1
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].rstrip() == "---"), None)
+        if end is None:
+            raise SkillError(
+                f"{path}:{start + 1}: the frontmatter opened by '---' is never closed; "
+                "add a line '---' after its last key"
+            )
+        first_line = start + 2
+        data, where = _read_frontmatter("\n".join(lines[start + 1 : end]), path, first_line)
+        body = "\n".join(lines[end + 1 :]).strip()
+        body_line = min(end + 2, len(lines))
+    if not body:
+        raise SkillError(
+            f"{path}:{body_line}: the skill has no instructions; write the steps for the LLM "
+            "in Markdown below the frontmatter"
+        )
+    known = {k: v for k, v in data.items() if k in FRONTMATTER_KEYS}
+    extra = {str(k): v for k, v in data.items() if k not in FRONTMATTER_KEYS}
+    if known.get("name") in (None, ""):
+        known["name"] = fallback_name
+    fields = {**known, "body": body, "path": path, "source": source, "ref": ref, "extra": extra}
+    try:
+        return Skill.model_validate(fields)
+    except ValidationError as e:
+        raise _explain(e, data, where, path, first_line) from None
+
+
+def _read_frontmatter(
+    text: str, path: str, first_line: int
+) -> tuple[dict[Any, Any], dict[Loc, int]]:
+    """The frontmatter as a mapping, and the file line of each key and list item in it."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        flat = _read_flat(text, first_line)
+        if flat is not None:
+            return flat
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = first_line + mark.line if mark is not None else first_line
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise SkillError(
+            f"{path}:{line}: the frontmatter is not valid YAML ({problem}); check the "
+            "indentation, and quote values that contain ': ' or start with a special character"
+        ) from None
+    if node is None:
+        return {}, {}
+    data = yaml.SafeLoader("").construct_document(node)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else "plain text"
+        raise SkillError(
+            f"{path}:{first_line}: the frontmatter is {kind}, not a mapping; "
+            "write it as 'key: value' lines (name: ..., description: ...)"
+        )
+    where: dict[Loc, int] = {}
+    raw: dict[Loc, str] = {}
+    _walk(node, (), first_line, where, raw)
+    _keep_raw_text(data, raw)
+    return data, where
+
+
+def _walk(
+    node: yaml.Node, loc: Loc, first_line: int, where: dict[Loc, int], raw: dict[Loc, str]
+) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            where[(*loc, key.value)] = first_line + key.start_mark.line
+            _walk(value, (*loc, key.value), first_line, where, raw)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            where[(*loc, i)] = first_line + item.start_mark.line
+            _walk(item, (*loc, i), first_line, where, raw)
+    elif isinstance(node, yaml.ScalarNode) and node.style is None:
+        raw[loc] = node.value
+
+
+def _keep_raw_text(data: dict[Any, Any], raw: dict[Loc, str]) -> None:
+    """Put back, as written, text fields that YAML turned into numbers, booleans or dates."""
+
+    def fix(container: dict[Any, Any] | list[Any], key: Any, loc: Loc) -> None:
+        value = container[key]
+        if value is not None and not isinstance(value, str | dict | list) and loc in raw:
+            container[key] = raw[loc]
+
+    for key in ("name", "description"):
+        if key in data:
+            fix(data, key, (key,))
+    params = data.get("params")
+    if not isinstance(params, list):
+        return
+    for i, param in enumerate(params):
+        if not isinstance(param, dict):
+            continue
+        for key in _TEXT_FIELDS:
+            if key in param:
+                fix(param, key, ("params", i, key))
+        choices = param.get("choices")
+        if isinstance(choices, list):
+            for j in range(len(choices)):
+                fix(choices, j, ("params", i, "choices", j))
+
+
+def _read_flat(text: str, first_line: int) -> tuple[dict[Any, Any], dict[Loc, int]] | None:
+    """kosmos-panel's reading: each line `key: value`, the value taken raw; None if it isn't."""
+    data: dict[Any, Any] = {}
+    where: dict[Loc, int] = {}
+    for offset, line in enumerate(text.split("\n")):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _FLAT_LINE.match(line)
+        if match is None:
+            return None
+        key, value = match.group(1), (match.group(2) or "").strip()
+        if key not in data:  # kosmos-panel's regexes took the first occurrence
+            data[key] = value or None
+            where[(key,)] = first_line + offset
+    return data, where
+
+
+def _explain(
+    err: ValidationError, data: dict[Any, Any], where: dict[Loc, int], path: str, line: int
+) -> SkillError:
+    """The first validation error as one line, pointing at the offending key's line."""
+    first = err.errors()[0]
+    loc: Loc = tuple(first["loc"])
+    field = (first.get("ctx") or {}).get("field")
+    if first["type"] == "skill_rule" and field:
+        loc = (*loc, *(int(p) if p.isdigit() else p for p in str(field).split(".")))
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in where:
+            line = where[loc[:n]]
+            break
+    return SkillError(f"{path}:{line}: {_what(first, loc, data)}")
+
+
+def _what(error: Any, loc: Loc, data: dict[Any, Any]) -> str:
+    if error["type"] == "skill_rule":
+        return str(error["msg"])
+    if loc[:1] == ("params",) and len(loc) >= 2 and isinstance(loc[1], int):
+        index = loc[1]
+        params = data.get("params")
+        param = params[index] if isinstance(params, list) and index < len(params) else None
+        if len(loc) == 2:
+            return f"params item {index + 1} must be a mapping like '- name: path'"
+        if error["type"] == "missing" and loc[2] == "name":
+            return f"params item {index + 1} has no 'name'; every param needs one (- name: path)"
+        name = param.get("name") if isinstance(param, dict) else None
+        label = (
+            f"param '{name}' {loc[2]}" if name is not None else f"params item {index + 1} {loc[2]}"
+        )
+        field = str(loc[2])
+    else:
+        field = str(loc[0]) if loc else "frontmatter"
+        label = field
+    allowed = _ALLOWED.get(field, "see the Skill format in the README")
+    value = error.get("input")
+    if isinstance(value, dict | list) or value is None:
+        return f"{label} must be {allowed}"
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return f"{label}: {shown} is not allowed; use {allowed}"
