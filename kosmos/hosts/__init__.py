@@ -1,0 +1,1 @@
+"""Where commands run: this machine or a host over SSH."""

@@ -1,0 +1,16 @@
+"""Turn a TARGET (`local`, `[user@]host[:port]`, an ssh_config alias) into a Runner."""
+
+from __future__ import annotations
+
+from kosmos.config import Settings
+from kosmos.errors import UsageError
+from kosmos.hosts.local import LocalRunner
+from kosmos.hosts.runner import Runner
+
+
+def make_runner(target: str, settings: Settings) -> Runner:
+    if target in ("local", "localhost-local"):
+        return LocalRunner()
+    raise UsageError(
+        f"--host {target}: SSH hosts are not supported by this build; use --host local"
+    )

@@ -1,0 +1,151 @@
+"""Run commands on this machine: each in its own process group under `sh -c`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from kosmos.hosts.runner import PAGER_ENV, CommandResult, OnOutput, OutputBuffer, StreamDecoder
+
+READ_CHUNK = 64 * 1024
+# After SIGTERM, how long the group gets before SIGKILL.
+KILL_GRACE = 0.5
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class LocalRunner:
+    """The `local` host: this machine, no SSH."""
+
+    name = "local"
+
+    def __init__(self, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.cwd = cwd
+        self.env = {**(env if env is not None else os.environ), **PAGER_ENV}
+
+    async def connect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: OnOutput | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> CommandResult:
+        start = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            "sh",
+            "-c",
+            command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.cwd,
+            env=self.env,
+        )
+        buffer = OutputBuffer()
+        decoder = StreamDecoder()
+        assert proc.stdout is not None
+        stdout = proc.stdout
+
+        async def pump() -> None:
+            while True:
+                data = await stdout.read(READ_CHUNK)
+                if not data:
+                    break
+                buffer.feed(data)
+                if on_output:
+                    text = decoder.decode(data)
+                    if text:
+                        on_output(text)
+            if on_output:
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    on_output(tail)
+
+        async def finished() -> None:
+            await pump()
+            await proc.wait()
+
+        work = asyncio.ensure_future(finished())
+        waiters: set[asyncio.Future[object]] = {work}
+        stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        if stopper is not None:
+            waiters.add(stopper)
+        timed_out = cancelled = False
+        try:
+            done, _ = await asyncio.wait(
+                waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if work not in done:
+                timed_out = stopper is None or stopper not in done
+                cancelled = not timed_out
+                await self._end(proc, work)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end(proc, work))
+            raise
+        finally:
+            if stopper is not None:
+                stopper.cancel()
+        code = proc.returncode
+        sig = -code if code is not None and code < 0 else None
+        return CommandResult(
+            command=command,
+            exit_code=128 + sig if sig else code,
+            duration_s=time.monotonic() - start,
+            output=buffer,
+            timed_out=timed_out,
+            cancelled=cancelled,
+            signal=sig,
+        )
+
+    async def _end(self, proc: asyncio.subprocess.Process, work: asyncio.Future[None]) -> None:
+        """End the whole process group, then collect what it printed until then."""
+        _kill_group(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(work), KILL_GRACE)
+        except TimeoutError:
+            _kill_group(proc.pid, signal.SIGKILL)
+            try:
+                await asyncio.wait_for(asyncio.shield(work), 2)
+            except TimeoutError:
+                # Something outside the group still holds the pipe open; stop reading.
+                work.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        # A group member may survive SIGTERM while the leader exits: make sure none is left.
+        _kill_group(proc.pid, signal.SIGKILL)
+
+    async def read_file(self, path: str, *, timeout: float) -> str | None:
+        home = self.env.get("HOME")
+        if home and (path == "~" or path.startswith("~/")):
+            target = Path(home) / path[2:]
+        else:
+            target = Path(path).expanduser()
+        if not target.is_absolute() and self.cwd is not None:
+            target = self.cwd / target
+
+        def read() -> str | None:
+            try:
+                return target.read_bytes().decode("utf-8", errors="replace")
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                return None
+
+        async with asyncio.timeout(timeout):
+            return await asyncio.to_thread(read)

@@ -1,0 +1,125 @@
+"""The Runner seam: run a command on a host with streamed, bounded output."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+# Pager variables set for every command, locally and over SSH (issue: no pager may block a run).
+PAGER_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "SYSTEMD_PAGER": "", "MANPAGER": "cat"}
+
+# What the transcript keeps of one command's output: the head and the tail, 1 MiB in all.
+TRANSCRIPT_HEAD = 512 * 1024
+TRANSCRIPT_TAIL = 512 * 1024
+
+OnOutput = Callable[[str], None]
+
+
+class OutputBuffer:
+    """Keeps the first `head` and last `tail` bytes of a stream of any size, and counts it all."""
+
+    def __init__(self, head: int = TRANSCRIPT_HEAD, tail: int = TRANSCRIPT_TAIL) -> None:
+        self.head_limit = head
+        self.tail_limit = tail
+        self.head = bytearray()
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail.append(data)
+        self._tail_size += len(data)
+        while self._tail_size - len(self._tail[0]) >= self.tail_limit:
+            self._tail_size -= len(self._tail.popleft())
+
+    @property
+    def omitted(self) -> int:
+        """Bytes between head and tail that were not kept."""
+        return max(0, self.total - len(self.head) - min(self._tail_size, self.tail_limit))
+
+    def tail(self) -> bytes:
+        data = b"".join(self._tail)
+        return data[-self.tail_limit :] if len(data) > self.tail_limit else data
+
+    def text(self, marker: Callable[[int], str] | None = None) -> str:
+        """The kept output as text (bad UTF-8 replaced), with a marker where bytes were left out."""
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail()
+        if not tail:
+            return head
+        middle = ""
+        if self.omitted:
+            note = marker(self.omitted) if marker else f"[... {self.omitted} bytes omitted ...]"
+            middle = f"\n{note}\n"
+        return head + middle + tail.decode("utf-8", errors="replace")
+
+
+class StreamDecoder:
+    """Decodes a byte stream into text chunks without splitting a UTF-8 character."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def decode(self, data: bytes, final: bool = False) -> str:
+        return self._decoder.decode(data, final)
+
+
+@dataclass
+class CommandResult:
+    """What became of one command."""
+
+    command: str
+    exit_code: int | None
+    duration_s: float
+    output: OutputBuffer
+    timed_out: bool = False
+    cancelled: bool = False
+    connection_lost: bool = False
+    signal: int | None = None
+
+    @property
+    def bytes(self) -> int:
+        return self.output.total
+
+
+class Runner(Protocol):
+    """One host. `local` runs on this machine; SSH runners keep one connection per host."""
+
+    name: str
+
+    async def connect(self) -> None:
+        """Open the connection (no-op for local); raises HostError with what to check."""
+        ...
+
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: OnOutput | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> CommandResult:
+        """Run `command` under `sh -c` with stdin closed; stream decoded output to `on_output`.
+
+        On timeout, or when `stop` is set by the operator, the whole process tree is ended and
+        the partial output kept (`timed_out` / `cancelled`). If the calling task is cancelled,
+        the tree is ended too and CancelledError propagates.
+        """
+        ...
+
+    async def read_file(self, path: str, *, timeout: float) -> str | None:
+        """A file's text (`~` and relative paths as a login shell sees them); None if absent."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,123 @@
+"""The local runner: process groups, closed stdin, pagers, timeouts, bounded memory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import time
+import uuid
+
+from kosmos.hosts.local import LocalRunner
+from kosmos.hosts.runner import OutputBuffer
+
+
+def alive(marker: str) -> list[str]:
+    """PIDs of processes whose command line holds `marker` (not counting this search)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+async def test_exit_code_and_merged_output() -> None:
+    result = await LocalRunner().run("echo out; echo err >&2; exit 7", timeout=5)
+    assert result.exit_code == 7
+    assert result.output.text() == "out\nerr\n"
+    assert result.bytes == 8
+    assert result.duration_s < 5
+
+
+async def test_timeout_ends_the_whole_process_group() -> None:
+    marker = f"sleep 1000{uuid.uuid4().int % 1000}"
+    started = time.monotonic()
+    result = await LocalRunner().run(f"echo started; {marker} & {marker}; echo never", timeout=0.5)
+    assert result.timed_out and not result.cancelled
+    assert time.monotonic() - started < 4
+    assert result.output.text() == "started\n"
+    await asyncio.sleep(0.2)
+    assert alive(marker) == []
+
+
+async def test_stop_event_ends_the_command_and_keeps_partial_output() -> None:
+    stop = asyncio.Event()
+    seen: list[str] = []
+
+    def on_output(text: str) -> None:
+        seen.append(text)
+        stop.set()
+
+    result = await LocalRunner().run(
+        "echo partial; sleep 30", timeout=60, on_output=on_output, stop=stop
+    )
+    assert result.cancelled and not result.timed_out
+    assert result.output.text() == "partial\n"
+    assert result.duration_s < 10
+
+
+async def test_cancelling_the_task_kills_the_group() -> None:
+    marker = f"sleep 2000{uuid.uuid4().int % 1000}"
+    task = asyncio.ensure_future(LocalRunner().run(f"{marker} & {marker}", timeout=60))
+    await asyncio.sleep(0.3)
+    assert alive(marker)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.2)
+    assert alive(marker) == []
+
+
+async def test_stdin_is_closed_so_reading_commands_end() -> None:
+    result = await LocalRunner().run("cat; read x; echo read-status=$?", timeout=5)
+    assert result.exit_code == 0
+    assert result.output.text() == "read-status=1\n"
+
+
+async def test_pager_variables_are_set() -> None:
+    result = await LocalRunner().run('echo "$PAGER|$GIT_PAGER|${SYSTEMD_PAGER-unset}"', timeout=5)
+    assert result.output.text() == "cat|cat|\n"
+
+
+async def test_signal_exit_is_reported_shell_style() -> None:
+    result = await LocalRunner().run("kill -9 $$", timeout=5)
+    assert result.exit_code == 137 and result.signal == 9
+
+
+async def test_fifty_megabytes_keep_only_head_and_tail() -> None:
+    chunks = 0
+
+    def count(text: str) -> None:
+        nonlocal chunks
+        chunks += 1
+
+    result = await LocalRunner().run(
+        "yes abcdefghij | head -c 50000000", timeout=60, on_output=count
+    )
+    assert result.bytes == 50_000_000
+    assert len(result.output.head) == 512 * 1024
+    assert len(result.output.tail()) == 512 * 1024
+    assert result.output.omitted == 50_000_000 - 1024 * 1024
+    assert chunks > 10
+
+
+def test_output_buffer_small_and_marker() -> None:
+    buf = OutputBuffer(head=4, tail=4)
+    for piece in (b"0123", b"4567", b"89ab", b"cdef"):
+        buf.feed(piece)
+    assert buf.total == 16
+    assert buf.head == b"0123"
+    assert buf.tail() == b"cdef"
+    assert buf.omitted == 8
+    assert buf.text(lambda n: f"<{n}>") == "0123\n<8>\ncdef"
+
+
+def test_output_buffer_invalid_utf8_is_replaced() -> None:
+    buf = OutputBuffer()
+    buf.feed(b"ok \xff\xfe bad")
+    assert buf.text() == "ok \ufffd\ufffd bad"
+
+
+async def test_read_file_relative_home_and_missing(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "a.txt").write_text("hello")
+    runner = LocalRunner(cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
+    assert await runner.read_file("./a.txt", timeout=5) == "hello"
+    assert await runner.read_file("missing.txt", timeout=5) is None
