@@ -1,0 +1,32 @@
+"""Build the provider a run's settings ask for."""
+
+from __future__ import annotations
+
+from kosmos.config import ENV_API_KEYS, Settings
+from kosmos.llm.http import LLMHttp
+from kosmos.llm.openai import OpenAIProvider
+from kosmos.llm.provider import Provider
+
+
+def key_hint(settings: Settings) -> str:
+    names = " or ".join(ENV_API_KEYS.get(settings.provider, ("KOSMOS_API_KEY",)))
+    if settings.api_key is None:
+        return f"no API key is set: set {names}"
+    return f"set {names} to a valid key"
+
+
+def make_provider(settings: Settings) -> Provider:
+    http = LLMHttp(
+        base_url=settings.base_url,
+        timeout=settings.llm_timeout,
+        retries=settings.llm_retries,
+        key_hint=key_hint(settings),
+    )
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    return OpenAIProvider(
+        http,
+        model=settings.model,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        api_key=api_key,
+    )

@@ -1,0 +1,192 @@
+"""POST JSON to an LLM server with timeouts, retries and errors that say what to do."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from kosmos.errors import LLMError
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+BASE_DELAY = 0.5
+MAX_DELAY = 8.0
+RETRY_AFTER_CAP = 60.0
+
+OnRetry = Callable[[int, str, float], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether a connect error was, somewhere down its chain, a refused connection."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or "refused" in str(current).lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def server_message(response: httpx.Response) -> str:
+    """The error text a server put in its body, shortened to one line."""
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        text = response.text.strip()
+        return " ".join(text.split())[:200]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            err = err.get("message") or err.get("status") or json.dumps(err)[:200]
+        return " ".join(str(err).split())[:200]
+    return " ".join(str(data).split())[:200]
+
+
+class LLMHttp:
+    """One async HTTP client for one run, with the retry rules of the engine."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        timeout: float,
+        retries: int,
+        key_hint: str,
+        on_retry: OnRetry | None = None,
+        sleep: Sleep = asyncio.sleep,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self.key_hint = key_hint
+        self.on_retry = on_retry
+        self._sleep = sleep
+        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=timeout))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, RETRY_AFTER_CAP)
+        delay = min(MAX_DELAY, BASE_DELAY * (2**attempt))
+        return delay * random.uniform(0.8, 1.2)
+
+    async def post(
+        self,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        *,
+        on_retry: OnRetry | None = None,
+    ) -> Any:
+        """POST `body`; return the decoded JSON of a 2xx answer or raise LLMError."""
+        last: _Retryable | None = None
+        notify = on_retry or self.on_retry
+        for attempt in range(self.retries + 1):
+            if last is not None:
+                delay = self._delay(attempt - 1, last.retry_after)
+                if notify:
+                    notify(attempt, last.reason, delay)
+                await self._sleep(delay)
+            try:
+                return await self._once(url, body, headers)
+            except _Retryable as e:
+                last = e
+        assert last is not None
+        raise LLMError(self._give_up(url, last.reason))
+
+    def _give_up(self, url: str, reason: str) -> str:
+        tries = self.retries + 1
+        if reason == "connection refused":
+            return (
+                f"cannot reach the LLM at {self.base_url} (connection refused, {tries} attempts); "
+                "start a local server (e.g. `ollama serve`, then --base-url "
+                "http://localhost:11434/v1) or set AI_KOSMOS_MODEL_BASE_URL"
+            )
+        if reason.startswith("timed out"):
+            return (
+                f"the LLM at {self.base_url} did not answer within {self.timeout:g} s "
+                f"({tries} attempts); check that the server is up and not overloaded, "
+                "or raise llm_timeout in kosmos.yaml"
+            )
+        if reason.startswith("cannot connect"):
+            return (
+                f"cannot reach the LLM at {self.base_url} "
+                f"({reason.removeprefix('cannot connect: ')}, "
+                f"{tries} attempts); check --base-url / AI_KOSMOS_MODEL_BASE_URL and the network"
+            )
+        return (
+            f"the LLM at {self.base_url} kept failing ({reason}, {tries} attempts); "
+            "try again later or check the server's logs"
+        )
+
+    async def _once(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await self._client.post(url, json=body, headers=headers)
+        except (TimeoutError, httpx.TimeoutException) as e:
+            raise _Retryable(f"timed out after {self.timeout:g} s") from e
+        except httpx.ConnectError as e:
+            if _refused(e):
+                raise _Retryable("connection refused") from e
+            raise _Retryable(f"cannot connect: {str(e) or type(e).__name__}") from e
+        except httpx.TransportError as e:
+            raise _Retryable(f"cannot connect: {str(e) or type(e).__name__}") from e
+        status = response.status_code
+        if status in RETRY_STATUS or status >= 500:
+            raise _Retryable(
+                f"HTTP {status}: {server_message(response)}".rstrip(": "), _retry_after(response)
+            )
+        if status in (401, 403):
+            raise LLMError(
+                f"the LLM at {self.base_url} refused the API key (HTTP {status}: "
+                f"{server_message(response)}); {self.key_hint}"
+            )
+        if status == 404:
+            raise LLMError(
+                f"the LLM at {self.base_url} answered HTTP 404 ({server_message(response)}); "
+                "check --base-url (it usually ends in /v1) and --model"
+            )
+        if status >= 400:
+            raise LLMError(
+                f"the LLM at {self.base_url} rejected the request (HTTP {status}: "
+                f"{server_message(response)}); check --model and the server's settings"
+            )
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            start = " ".join(response.text.split())[:80]
+            raise LLMError(
+                f"the LLM at {self.base_url} answered HTTP {status} with a body that is not JSON "
+                f"({start!r}); check that --base-url points at an OpenAI-compatible API"
+            ) from e
