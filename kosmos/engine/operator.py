@@ -1,0 +1,59 @@
+"""The Operator seam: how the engine asks a person (or a script standing in for one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from kosmos.errors import KosmosError
+
+
+@dataclass(frozen=True)
+class CommandProposal:
+    """A command the LLM wants to run. `inferred`: the reply had no tag; a person must approve."""
+
+    step: int
+    command: str
+    host: str
+    inferred: bool = False
+
+
+@dataclass(frozen=True)
+class Approval:
+    action: Literal["run", "skip", "edit"]
+    command: str | None = None
+
+    @classmethod
+    def run(cls) -> Approval:
+        return cls("run")
+
+    @classmethod
+    def skip(cls) -> Approval:
+        return cls("skip")
+
+    @classmethod
+    def edit(cls, command: str) -> Approval:
+        return cls("edit", command)
+
+
+@dataclass(frozen=True)
+class Question:
+    step: int
+    text: str
+    required: bool
+
+
+class Operator(Protocol):
+    """What a front end implements so the engine can ask for decisions."""
+
+    async def approve(self, proposal: CommandProposal) -> Approval:
+        """Run, skip or edit a proposed command."""
+        ...
+
+    async def answer(self, question: Question) -> str | None:
+        """The answer to an [ASK]; None skips an optional question."""
+        ...
+
+    async def retry(self, error: KosmosError) -> bool:
+        """An LLM or host error happened mid-run: True re-sends the same request."""
+        ...

@@ -1,0 +1,131 @@
+"""Parse one LLM reply into one directive (seed 001 section 5), tolerant as small models need."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["cmd", "ask", "message", "done"]
+
+TAGS = ("[CMD]", "[ASK]", "[ASK:optional]", "[MESSAGE]", "[DONE]")
+
+# A tag at the start of a line, allowing Markdown emphasis or backticks around it
+# (`**[CMD]**`, `` `[CMD]` ``), any case, and spaces inside `[ASK : optional]`.
+_TAG_RE = re.compile(
+    r"^[ \t>*_`]*\[\s*(CMD|ASK\s*:\s*optional|ASK|MESSAGE|DONE)\s*\][*_`]*[ \t]*:?",
+    re.IGNORECASE | re.MULTILINE,
+)
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+DEFAULT_DONE = "Skill completed"
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One directive. `canonical` is the reply as kept in history (seed 001: `content`)."""
+
+    kind: Kind
+    text: str
+    required: bool = True
+    inferred: bool = False
+    canonical: str = ""
+
+
+class NoDirective(Exception):
+    """The reply holds nothing kosmos can act on, not even a first line to infer a command from."""
+
+
+def _tag_kind(tag: str) -> tuple[Kind, bool]:
+    tag = re.sub(r"\s+", "", tag).upper()
+    if tag == "CMD":
+        return "cmd", True
+    if tag == "ASK:OPTIONAL":
+        return "ask", False
+    if tag == "ASK":
+        return "ask", True
+    if tag == "MESSAGE":
+        return "message", True
+    return "done", True
+
+
+def _strip_inline_code(line: str) -> str:
+    line = line.strip()
+    if len(line) >= 2 and line.startswith("`") and line.endswith("`") and "`" not in line[1:-1]:
+        return line[1:-1].strip()
+    return line
+
+
+def _command_from(body: str) -> str:
+    """The command after [CMD]: a fenced block, else the first line (joining `\\` ends)."""
+    lines = body.strip("\n").splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        return ""
+    first = lines[0]
+    fence = _FENCE_RE.match(first)
+    if fence:
+        marker = fence.group(1)
+        inner = first.strip()[len(marker) :]
+        block: list[str] = []
+        # ```bash ls -la ``` on one line
+        if inner.rstrip().endswith(marker) and len(inner.strip()) > len(marker):
+            inline = inner.rstrip()[: -len(marker)]
+            parts = inline.split(None, 1)
+            known_lang = parts and parts[0].lower() in {"bash", "sh", "shell", "console", "zsh"}
+            return (parts[1] if known_lang and len(parts) > 1 else inline).strip()
+        for line in lines[1:]:
+            if line.strip().startswith(marker):
+                break
+            block.append(line)
+        command = "\n".join(block).strip()
+        return "\n".join(ln[2:] if ln.startswith("$ ") else ln for ln in command.splitlines())
+    command = first
+    rest = iter(lines[1:])
+    while command.rstrip().endswith("\\"):
+        nxt = next(rest, None)
+        if nxt is None:
+            break
+        command = command.rstrip()[:-1].rstrip() + " " + nxt.strip()
+    command = _strip_inline_code(command)
+    if command.startswith("$ "):
+        command = command[2:]
+    return command.strip()
+
+
+def canonical(kind: Kind, text: str, required: bool = True) -> str:
+    tag = {"cmd": "[CMD]", "message": "[MESSAGE]", "done": "[DONE]"}.get(kind)
+    if tag is None:
+        tag = "[ASK]" if required else "[ASK:optional]"
+    return f"{tag} {text}".rstrip()
+
+
+def parse_reply(reply: str) -> Parsed:
+    """The first directive in `reply`; a reply with no known tag becomes an inferred command."""
+    content = reply.strip()
+    match = _TAG_RE.search(content)
+    if match:
+        kind, required = _tag_kind(match.group(1))
+        body = content[match.end() :]
+        # Only the first directive counts: its content ends where another tag line starts.
+        nxt = _TAG_RE.search(body)
+        if nxt and (nxt.start() == 0 or body[nxt.start() - 1] == "\n"):
+            body = body[: nxt.start()]
+        if kind == "cmd":
+            text = _command_from(body)
+            if not text:
+                raise NoDirective("[CMD] without a command")
+        else:
+            text = body.strip()
+            if not text:
+                if kind == "done":
+                    text = DEFAULT_DONE
+                else:
+                    raise NoDirective(f"{match.group(0).strip()} without any text")
+        return Parsed(kind, text, required, False, canonical(kind, text, required))
+    # seed 001 section 5.6: no known format -> the first line is a command.
+    command = _command_from(content)
+    if not command:
+        raise NoDirective("empty reply")
+    return Parsed("cmd", command, True, True, canonical("cmd", command))
