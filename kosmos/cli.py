@@ -1,0 +1,210 @@
+"""The `kosmos` command line: parse flags, resolve settings once, dispatch to a front end."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kosmos import __version__
+from kosmos.config import Settings, load_settings
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _llm_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("LLM")
+    g.add_argument(
+        "--provider", choices=["openai", "gemini"], help="LLM provider (default: openai)"
+    )
+    g.add_argument("--base-url", help="OpenAI-compatible API base, e.g. http://localhost:11434/v1")
+    g.add_argument("--model", help="model name (default: CHEAP, or $AI_MODEL)")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="config file instead of ./kosmos.yaml and ~/.config/kosmos/config.yaml",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kosmos",
+        description="Run AI skills against servers: an LLM works through a SKILL.md step by step; "
+        "kosmos runs the commands it proposes, with your approval.",
+    )
+    parser.add_argument("--version", action="version", version=f"kosmos {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a skill on a host", description="Run a skill on a host.")
+    run.add_argument(
+        "skill", metavar="SKILL", help="skill name, or a path to a SKILL.md or its folder"
+    )
+    run.add_argument(
+        "--host",
+        default="local",
+        metavar="TARGET",
+        help="local (default), [user@]host[:port] or an ~/.ssh/config alias",
+    )
+    run.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="skill parameter (repeatable)",
+    )
+    run.add_argument("--prompt", help="your own first request instead of 'Execute skill: NAME'")
+    run.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="answer to the next [ASK] (repeatable, in order)",
+    )
+    run.add_argument("--non-interactive", action="store_true", help="never read the terminal (CI)")
+    run.add_argument(
+        "-y", "--yes", action="store_true", help="run proposed commands without asking"
+    )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON event per line on stdout; the last is the result",
+    )
+    run.add_argument(
+        "--max-steps", type=_positive_int, metavar="N", help="step limit (default 100)"
+    )
+    run.add_argument(
+        "--command-timeout",
+        type=_seconds,
+        metavar="S",
+        help="per-command timeout in seconds (default 60)",
+    )
+    run.add_argument(
+        "--transcript", type=Path, metavar="PATH", help="where to append the JSONL transcript"
+    )
+    run.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
+    _llm_flags(run)
+
+    skills = sub.add_parser(
+        "skills", help="list or show skills", description="List or show skills."
+    )
+    skills_sub = skills.add_subparsers(dest="skills_command", metavar="ACTION")
+    sl = skills_sub.add_parser("list", help="list every skill and where it was found")
+    ss = skills_sub.add_parser("show", help="show one skill: description, parameters, body")
+    ss.add_argument("name", metavar="NAME")
+    for p in (skills, sl, ss):
+        p.add_argument(
+            "--host", default=None, metavar="TARGET", help="also list the skills on this host"
+        )
+        p.add_argument("--skills-dir", action="append", default=[], type=Path, metavar="DIR")
+        p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    return parser
+
+
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line; absent flags are None and do not override."""
+    return {
+        "provider": getattr(args, "provider", None),
+        "base_url": getattr(args, "base_url", None),
+        "model": getattr(args, "model", None),
+    }
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(
+        _flags(args),
+        env=os.environ,
+        cwd=Path.cwd(),
+        home=Path.home(),
+        config_path=getattr(args, "config", None),
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kosmos.frontends.run import RunFrontend, RunRequest
+
+    request = RunRequest(
+        skill=args.skill,
+        host=args.host,
+        params=args.param,
+        prompt=args.prompt,
+        answers=args.answer,
+        non_interactive=args.non_interactive,
+        yes=args.yes,
+        json=args.json,
+        max_steps=args.max_steps,
+        command_timeout=args.command_timeout,
+        transcript=args.transcript,
+        skills_dirs=args.skills_dir,
+    )
+    frontend = None
+    try:
+        settings = _settings(args)
+        frontend = RunFrontend(request, settings, env=dict(os.environ), home=Path.home())
+        return asyncio.run(frontend.run())
+    except KosmosError as e:
+        if frontend is None:
+            from kosmos.frontends.run import RunFrontend
+
+            frontend = RunFrontend(request, Settings(), env={}, home=Path.home())
+        return frontend.fail_early(e)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _cmd_skills(args: argparse.Namespace) -> int:
+    from kosmos.frontends.skills import list_skills, show_skill
+
+    settings = _settings(args)
+    if args.skills_command == "show":
+        return show_skill(args.name, settings, args.skills_dir, args.host)
+    return list_skills(settings, args.skills_dir, args.host)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "run":
+            return _cmd_run(args)
+        if args.command == "skills":
+            return _cmd_skills(args)
+    except KosmosError as e:
+        print(f"kosmos: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    parser.error(f"unknown command {args.command}")
+    return 2

@@ -1,0 +1,133 @@
+"""The terminal a line-mode front end talks to: prompts, colour, a thinking spinner."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+import time
+from typing import TextIO
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class EndOfInput(Exception):
+    """Standard input closed while kosmos was waiting for an answer."""
+
+
+class Console:
+    """Writes for people (stdout, or stderr when stdout carries --json) and reads their answers."""
+
+    def __init__(
+        self,
+        *,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        stdin: TextIO | None = None,
+        color: bool | None = None,
+    ) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.stdin = stdin or sys.stdin
+        self.color = self.err.isatty() if color is None else color
+        self._spinner: asyncio.Task[None] | None = None
+
+    # -- writing -----------------------------------------------------------------------
+
+    def style(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def say(self, text: str = "", *, stream: TextIO | None = None) -> None:
+        self.stop_spinner()
+        target = stream or self.out
+        target.write(text + "\n")
+        target.flush()
+
+    def write(self, text: str) -> None:
+        self.stop_spinner()
+        self.out.write(text)
+        self.out.flush()
+
+    def error(self, text: str) -> None:
+        self.say(self.style(text, "31"), stream=self.err)
+
+    # -- the thinking indicator -----------------------------------------------------------
+
+    def start_spinner(self, label: str) -> None:
+        if not self.err.isatty() or self._spinner is not None:
+            return
+        with contextlib.suppress(RuntimeError):
+            self._spinner = asyncio.get_running_loop().create_task(self._spin(label))
+
+    def stop_spinner(self) -> None:
+        if self._spinner is not None:
+            self._spinner.cancel()
+            self._spinner = None
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+
+    async def _spin(self, label: str) -> None:
+        started = time.monotonic()
+        i = 0
+        while True:
+            elapsed = time.monotonic() - started
+            self.err.write(f"\r\x1b[K{SPINNER[i % len(SPINNER)]} {label} {elapsed:4.1f}s")
+            self.err.flush()
+            i += 1
+            await asyncio.sleep(0.1)
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def ask(self, prompt: str, *, prefill: str | None = None) -> str:
+        """One line from the operator, read in a daemon thread so Ctrl-C can still end the run."""
+        self.stop_spinner()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str] = loop.create_future()
+
+        def deliver(value: str | BaseException) -> None:
+            if future.done():
+                return
+            if isinstance(value, BaseException):
+                future.set_exception(value)
+            else:
+                future.set_result(value)
+
+        def read() -> None:
+            try:
+                value: str | BaseException = self._read_line(prompt, prefill)
+            except EOFError:
+                value = EndOfInput("standard input closed")
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting task
+                value = e
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(deliver, value)
+
+        threading.Thread(target=read, daemon=True, name="kosmos-input").start()
+        return await future
+
+    def _read_line(self, prompt: str, prefill: str | None) -> str:
+        interactive = (
+            self.stdin is sys.stdin
+            and sys.stdin.isatty()
+            and self.out is sys.stdout
+            and sys.stdout.isatty()
+        )
+        if interactive:
+            try:
+                import readline
+            except ImportError:  # pragma: no cover - platforms without readline
+                readline = None  # type: ignore[assignment]
+            if readline is not None and prefill:
+                readline.set_startup_hook(lambda: readline.insert_text(prefill))
+            try:
+                return input(prompt)
+            finally:
+                if readline is not None:
+                    readline.set_startup_hook(None)
+        self.err.write(prompt)
+        self.err.flush()
+        line = self.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\r\n")

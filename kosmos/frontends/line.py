@@ -1,0 +1,60 @@
+"""Line mode: a person at a terminal approves commands and answers questions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kosmos.engine.operator import Approval, CommandProposal, Question
+from kosmos.errors import InputNeeded, KosmosError
+from kosmos.frontends.console import Console, EndOfInput
+
+
+class LineOperator:
+    """Asks `Run? [y/N/e]` for each command; `--yes` approves all but inferred ones."""
+
+    def __init__(self, console: Console, *, yes: bool = False, answers: Sequence[str] = ()) -> None:
+        self.c = console
+        self.yes = yes
+        self.answers = list(answers)
+
+    async def _ask(self, prompt: str, *, prefill: str | None = None) -> str:
+        try:
+            return await self.c.ask(prompt, prefill=prefill)
+        except EndOfInput as e:
+            raise InputNeeded(
+                "standard input closed while kosmos waited for an answer; "
+                "use --non-interactive with --yes/--answer to run unattended"
+            ) from e
+
+    async def approve(self, proposal: CommandProposal) -> Approval:
+        if self.yes and not proposal.inferred:
+            return Approval.run()
+        while True:
+            reply = (await self._ask(self.c.style("Run? [y/N/e] ", "1"))).strip().lower()
+            if reply in ("y", "yes"):
+                return Approval.run()
+            if reply in ("", "n", "no", "s", "skip"):
+                return Approval.skip()
+            if reply in ("e", "edit"):
+                edited = (await self._ask("Edit: ", prefill=proposal.command)).strip()
+                if not edited or edited == proposal.command:
+                    return Approval.run() if edited else Approval.skip()
+                return Approval.edit(edited)
+            self.c.say("  answer y (run), n (skip) or e (edit)")
+
+    async def answer(self, question: Question) -> str | None:
+        if self.answers:
+            value = self.answers.pop(0)
+            self.c.say(f"> {value}")
+            return value
+        hint = "" if question.required else self.c.style(" (Enter to skip)", "2")
+        while True:
+            value = (await self._ask(f"{hint}> " if hint else "> ")).strip()
+            if value or not question.required:
+                return value or None
+            self.c.say("  an answer is required")
+
+    async def retry(self, error: KosmosError) -> bool:
+        self.c.error(f"kosmos: {error}")
+        reply = (await self._ask("Retry? [Y/n] ")).strip().lower()
+        return reply in ("", "y", "yes")

@@ -1,0 +1,190 @@
+"""Render engine events for people (line mode, headless text) or machines (--json)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from kosmos.events import (
+    Answer,
+    CommandDecision,
+    CommandFinished,
+    CommandOutput,
+    CommandStarted,
+    Directive,
+    Event,
+    FormatError,
+    KnowledgeLoaded,
+    LLMReply,
+    LLMRequest,
+    LLMRetry,
+    Notice,
+    RunFinished,
+    RunStarted,
+)
+from kosmos.frontends.console import Console
+
+# Lines of one command's output shown live; the rest is counted (the transcript keeps it).
+LIVE_LINES = 400
+
+
+class TextRenderer:
+    """Human-readable progress: each directive, streamed output, one status line per command."""
+
+    def __init__(self, console: Console, *, show_prompts: bool = True) -> None:
+        self.c = console
+        self.show_prompts = show_prompts
+        self._lines = 0
+        self._hidden = 0
+        self._at_line_start = True
+
+    def __call__(self, event: Event) -> None:
+        c = self.c
+        match event:
+            case RunStarted():
+                c.say(
+                    c.style(f"▶ {event.skill}", "1")
+                    + f" on {event.host} · model {event.model} · up to {event.max_steps} steps"
+                )
+                for k, v in event.params.items():
+                    c.say(f"  {k} = {v}")
+            case KnowledgeLoaded():
+                c.say(c.style(f"  knowledge: {event.path} ({len(event.text)} chars)", "2"))
+            case LLMRequest():
+                c.start_spinner(f"step {event.step}: thinking")
+            case LLMRetry():
+                c.say(
+                    c.style(
+                        f"  LLM: {event.reason}; retry {event.attempt} in {event.delay_s:.1f}s",
+                        "33",
+                    ),
+                    stream=c.err,
+                )
+            case LLMReply():
+                c.stop_spinner()
+            case FormatError():
+                c.say(
+                    c.style(
+                        f"  [step {event.step}] reply without a tag ({event.count} in a row): "
+                        f"{_first_line(event.reply)!r}",
+                        "33",
+                    )
+                )
+            case Directive():
+                self._directive(event)
+            case CommandDecision() if event.decision == "skip":
+                c.say(c.style("  skipped", "2"))
+            case CommandDecision() if event.decision == "edit":
+                c.say(c.style(f"  edited: {event.command}", "2"))
+            case CommandStarted():
+                self._lines = self._hidden = 0
+                self._at_line_start = True
+            case CommandOutput():
+                self._output(event.text)
+            case CommandFinished():
+                self._finished(event)
+            case Answer():
+                shown = "(skipped)" if event.answer is None else event.answer
+                c.say(c.style(f"  ↳ {shown}", "2"))
+            case Notice():
+                c.say(c.style(f"  ! {event.message}", "33"), stream=c.err)
+            case RunFinished():
+                self._result(event)
+            case _:
+                pass
+
+    def _directive(self, event: Directive) -> None:
+        c = self.c
+        if event.kind == "cmd":
+            note = c.style(" (inferred: the reply had no tag)", "33") if event.inferred else ""
+            c.say(c.style(f"[{event.step}] $ ", "36") + c.style(event.text, "1") + note)
+        elif event.kind == "ask":
+            tag = "ASK" if event.required else "ASK:optional"
+            c.say(c.style(f"[{event.step}] {tag} ", "35") + event.text)
+        elif event.kind == "message":
+            c.say(c.style(f"[{event.step}] ", "34") + event.text)
+        else:
+            c.say(c.style(f"[{event.step}] DONE ", "32") + event.text)
+
+    def _output(self, text: str) -> None:
+        if self._lines >= LIVE_LINES:
+            self._hidden += text.count("\n")
+            return
+        lines = text.split("\n")
+        budget = LIVE_LINES - self._lines
+        if len(lines) - 1 > budget:
+            shown = "\n".join(lines[:budget]) + "\n"
+            self._hidden += len(lines) - 1 - budget
+            self._lines = LIVE_LINES
+        else:
+            shown = text
+            self._lines += text.count("\n")
+        self.c.write(shown)
+        self._at_line_start = shown.endswith("\n")
+
+    def _finished(self, event: CommandFinished) -> None:
+        c = self.c
+        if not self._at_line_start:
+            c.write("\n")
+            self._at_line_start = True
+        if self._hidden:
+            c.say(c.style(f"  … {self._hidden} more lines not shown (kept in the transcript)", "2"))
+        parts = [f"{event.duration_s:.1f}s", _size(event.bytes)]
+        if event.timed_out:
+            head, color = "timed out, stopped", "31"
+        elif event.cancelled:
+            head, color = "stopped", "33"
+        elif event.connection_lost:
+            head, color = "connection lost, exit status unknown", "31"
+        elif event.exit_code == 0:
+            head, color = "exit 0", "32"
+        else:
+            head, color = f"exit {event.exit_code}", "31"
+        c.say(c.style(f"  └ {head} · " + " · ".join(parts), color))
+
+    def _result(self, event: RunFinished) -> None:
+        c = self.c
+        color = "32" if event.status == "done" else "31"
+        label = {"done": "done", "step_limit": "step limit", "needs_input": "needs input"}.get(
+            event.status, event.status
+        )
+        summary = (
+            f"{label} · {event.steps} steps · {event.commands_run} commands"
+            f" · {event.duration_s:.1f}s"
+        )
+        c.say(c.style(f"■ {summary}", color), stream=c.err if event.status != "done" else c.out)
+        if event.status != "done":
+            c.error(f"kosmos: {event.message}")
+        if event.transcript:
+            c.say(c.style(f"  transcript: {event.transcript}", "2"), stream=c.err)
+
+
+class JsonRenderer:
+    """`--json`: one JSON object per line on stdout, each with a `type`; `result` comes last."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def __call__(self, event: Event) -> None:
+        if not event.persist:
+            return
+        data = event.model_dump(mode="json")
+        if isinstance(event, CommandFinished):
+            # The raw output (up to 1 MiB) stays in the transcript; --json carries what the LLM saw.
+            data.pop("output", None)
+        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0][:120] if stripped else ""
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
