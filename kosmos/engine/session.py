@@ -336,7 +336,7 @@ class Session:
             status = p["SKILL_CONNECTION_LOST"]
         elif result.exit_code not in (0, None):
             status = p["SKILL_EXIT_CODE"].format(exit_code=result.exit_code)
-        text = clean(result.output.text(marker=self._omitted_bytes)) or p["SKILL_NO_OUTPUT"]
+        text = clean(result.output.data(marker=self._omitted_bytes)) or p["SKILL_NO_OUTPUT"]
         reserve_bytes = len(status.encode()) + 1 if status else 0
         text, _ = cap(
             text,

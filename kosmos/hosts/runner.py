@@ -52,17 +52,20 @@ class OutputBuffer:
         data = b"".join(self._tail)
         return data[-self.tail_limit :] if len(data) > self.tail_limit else data
 
-    def text(self, marker: Callable[[int], str] | None = None) -> str:
-        """The kept output as text (bad UTF-8 replaced), with a marker where bytes were left out."""
-        head = self.head.decode("utf-8", errors="replace")
+    def data(self, marker: Callable[[int], str] | None = None) -> bytes:
+        """The kept bytes, with a marker line where bytes were left out."""
         tail = self.tail()
         if not tail:
-            return head
-        middle = ""
+            return bytes(self.head)
+        middle = b""
         if self.omitted:
             note = marker(self.omitted) if marker else f"[... {self.omitted} bytes omitted ...]"
-            middle = f"\n{note}\n"
-        return head + middle + tail.decode("utf-8", errors="replace")
+            middle = b"\n" + note.encode() + b"\n"
+        return bytes(self.head) + middle + tail
+
+    def text(self, marker: Callable[[int], str] | None = None) -> str:
+        """The kept output as text (bad UTF-8 replaced), with a marker where bytes were left out."""
+        return self.data(marker).decode("utf-8", errors="replace")
 
 
 class StreamDecoder:
