@@ -77,6 +77,7 @@ async def run_session(
     options: SessionOptions | None = None,
     transcript: Path | None = None,
     settings: dict[str, object] | None = None,
+    keep_output: bool = True,
 ) -> Run:
     """Run one session against the scripted LLM at `base_url`; return it with its events."""
     cfg = Settings(**{"base_url": base_url, "llm_retries": 2, **(settings or {})})
@@ -85,7 +86,8 @@ async def run_session(
     writer = Transcript(transcript) if transcript else None
 
     def emit(event: Event) -> None:
-        events.append(event)
+        if keep_output or event.persist:
+            events.append(event)
         if writer:
             writer.write(event)
 
