@@ -396,3 +396,74 @@ def test_plain_pip_install_runs_a_bundled_skill(
     assert json_lines(proc.stdout)[-1]["message"] == "Linux box"
     assert "--- Active Skill: system-overview ---" in llm.requests[0].system
     assert os.path.basename(json_lines(proc.stdout)[0]["skill_path"]) == "SKILL.md"
+
+
+def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo before; sleep 4343", "[DONE] stopped it")
+    transcript = project / "t.jsonl"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kosmos",
+            "run",
+            "probe",
+            "--param",
+            "target=x",
+            "--transcript",
+            str(transcript),
+        ],
+        env=cli_env,
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write("y\n")
+    proc.stdin.flush()
+    _wait_for(transcript, "sleep 4343")
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "stopping the command" in err
+    told = llm.requests[1].last_user_text
+    assert told.startswith("Command output:\nbefore\n[stopped by the operator after ")
+    ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    assert "sleep 4343" not in ps
+
+
+def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[ASK] Which one?")
+    transcript = project / "t.jsonl"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kosmos",
+            "run",
+            "probe",
+            "--param",
+            "target=x",
+            "--transcript",
+            str(transcript),
+        ],
+        env=cli_env,
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(transcript, '"kind": "ask"')
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert read_transcript(transcript)[-1].status == "aborted"
