@@ -7,6 +7,7 @@ kosmos in-process or as a subprocess alike.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -243,3 +244,23 @@ def gemini_body(item: str | Completion) -> dict[str, Any]:
         ],
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
     }
+
+
+def main() -> None:
+    """Serve scripted replies for trying kosmos by hand: `python -m tests.llmserver REPLY...`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("replies", nargs="*", help="reply texts, in order")
+    parser.add_argument("--default", default=None, help="reply once the script is used up")
+    args = parser.parse_args()
+    server = ScriptedLLM()
+    server.script(*args.replies)
+    server.default = args.default
+    print(server.base_url, flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server._server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -32,6 +32,7 @@ class Console:
         self.stdin = stdin or sys.stdin
         self.color = self.err.isatty() if color is None else color
         self._spinner: asyncio.Task[None] | None = None
+        self.last_error: str | None = None
 
     # -- writing -----------------------------------------------------------------------
 
@@ -50,6 +51,10 @@ class Console:
         self.out.flush()
 
     def error(self, text: str) -> None:
+        """One error line on stderr, unless it is the very line shown last."""
+        if text == self.last_error:
+            return
+        self.last_error = text
         self.say(self.style(text, "31"), stream=self.err)
 
     # -- the thinking indicator -----------------------------------------------------------

@@ -47,14 +47,18 @@ class LineOperator:
             value = self.answers.pop(0)
             self.c.say(f"> {value}")
             return value
-        hint = "" if question.required else self.c.style(" (Enter to skip)", "2")
+        prompt = "> " if question.required else self.c.style("(Enter to skip) ", "2") + "> "
         while True:
-            value = (await self._ask(f"{hint}> " if hint else "> ")).strip()
+            value = (await self._ask(prompt)).strip()
             if value or not question.required:
                 return value or None
             self.c.say("  an answer is required")
 
     async def retry(self, error: KosmosError) -> bool:
         self.c.error(f"kosmos: {error}")
-        reply = (await self._ask("Retry? [Y/n] ")).strip().lower()
+        try:
+            reply = (await self.c.ask("Retry? [Y/n] ")).strip().lower()
+        except EndOfInput:
+            self.c.say("", stream=self.c.err)
+            return False
         return reply in ("", "y", "yes")
