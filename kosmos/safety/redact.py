@@ -1,0 +1,300 @@
+"""Keep secrets out of everything kosmos shows or stores: the LLM, transcripts, logs, --json.
+
+A `Redactor` masks, in this order:
+
+1. the literal secrets it was given (API keys, a sudo password typed at run time) and the
+   values of environment variables whose name looks secret, longest first so that a secret
+   containing another one does not leak its tail;
+2. private key blocks, to their END line or, when that is missing, to the end of the text;
+3. what looks like a credential: AWS and Google keys, vendor tokens (GitHub, GitLab, Slack,
+   OpenAI-style, Stripe, Hugging Face, npm), JWTs, `Bearer`/`Basic` authorization,
+   passwords in URLs and command-line flags, Azure `AccountKey=`, and `key=value`,
+   `key: value`, `"key": "value"` pairs whose key names a secret.
+
+Labels stay visible (`password=[REDACTED]`, `Bearer [REDACTED]`, `ghp_[REDACTED]`,
+`https://user:[REDACTED]@host`) so the reader still knows what was there.
+
+Judgement calls: environment values shorter than 6 characters, plain paths, and variables
+named like sockets, files, directories, URLs or IDs (SSH_AUTH_SOCK, GIT_ASKPASS,
+XAUTHORITY, ..._FILE, ..._DIR) are not treated as secrets: masking them everywhere would
+mangle ordinary output. A key must end in the secret word (`db_password`, `api_key`,
+`PGPASSWORD`) so `max_tokens=512`, `key_size=2048` and `tokenizer: bpe` stay readable;
+`PWD=/home/me` is a directory, not a password. An unquoted value that reads as code or a
+placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null`) is left
+alone; a quoted one is always masked. Hex strings are never guessed at: git SHAs and UUIDs
+pass through.
+
+The redactor is stateless between calls: a caller that streams output should redact whole
+lines (or whole outputs), or a key block split across two chunks shows its second half.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+__all__ = ["MASK", "Redactor"]
+
+MASK = "[REDACTED]"
+
+# Shorter literals match too much ordinary text to be worth masking.
+MIN_SECRET_LEN = 4
+MIN_ENV_SECRET_LEN = 6
+
+_ENV_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIAL|AUTH|PRIVATE")
+_ENV_NOT_SECRET = re.compile(
+    r"(?:_SOCK|_SOCKET|_PATH|_FILE|_DIR|_HOME|_URL|_URI|_HOST|_PORT|_USER|_USERNAME|_ID|_TYPE"
+    r"|_MODE|_METHOD|_TIMEOUT|_TTL)$|ASKPASS|^XAUTHORITY$|KEYMAP|KEYBOARD"
+)
+_PLAIN_PATH = re.compile(r"[~/][\w./@+-]*")
+
+# Key names: the long words may follow any prefix (PGPASSWORD, aws_secret_access_key); the
+# short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
+_LONG_KEYS = (
+    r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"|client[_-]?secret|credentials?|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)"
+)
+_SHORT_KEYS = r"pwd|pass|auth"
+_KEY = rf"(?:[\w.-]*?(?:{_LONG_KEYS})|-{{0,2}}(?:[A-Za-z0-9]+[_.-])*(?:{_SHORT_KEYS}))"
+_SECRET_KEY = re.compile(rf"(?:{_KEY}|authorization|proxy-authorization)", re.IGNORECASE)
+
+_PRIVATE_KEY = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
+    r".*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+# The tail of a key block whose BEGIN line was cut off (a capped output, a second chunk).
+_KEY_TAIL = re.compile(
+    r"^(?:[A-Za-z0-9+/=]{16,}\r?\n)+(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
+    re.MULTILINE,
+)
+_PUTTY_KEY = re.compile(r"(Private-Lines:[ \t]*\d+[ \t]*\r?\n)(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+")
+
+# (hints, pattern, replacement). A pattern runs only when one of its hints occurs in the
+# text (lower-cased hints are looked up in the lower-cased text): substring tests are far
+# cheaper than a regex pass, and most output holds none of them. Group 1, where present, is
+# the label that stays visible.
+_TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
+    (hints, re.compile(pattern), replacement)
+    for hints, pattern, replacement in (
+        (("AKIA", "ASIA", "ABIA", "ACCA"), r"\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", rf"\1{MASK}"),
+        (("AIza",), r"\b(AIza)[0-9A-Za-z_-]{35}", rf"\1{MASK}"),
+        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(gh[pousr]_)[A-Za-z0-9]{20,}", rf"\1{MASK}"),
+        (("github_pat_",), r"\b(github_pat_)[A-Za-z0-9_]{20,}", rf"\1{MASK}"),
+        (("glpat-",), r"\b(glpat-)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
+        (("xox",), r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}", rf"\1{MASK}"),
+        (("sk-",), r"(?<![\w-])(sk-)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}", rf"\1{MASK}"),
+        (("k_live_", "k_test_"), r"\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}", rf"\1{MASK}"),
+        (("hf_",), r"\b(hf_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
+        (("npm_",), r"\b(npm_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
+        (("ya29.",), r"\b(ya29\.)[\w-]{20,}", rf"\1{MASK}"),
+        (("eyJ",), r"\beyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*", MASK),
+        (("earer",), r"\b([Bb]earer[ \t]+)(?=[\w.~+/-]*\d)[\w.~+/-]{8,}=*", rf"\1{MASK}"),
+        (
+            ("authorization",),
+            r"(?i)\b((?:proxy-)?authorization[ \t]*:[ \t]*(?:[a-z0-9-]+[ \t]+)?)[^\s\"'\\]+",
+            rf"\1{MASK}",
+        ),
+        (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(@)", rf"\1{MASK}\2"),
+        (
+            ("sig=", "signature="),
+            r"(?i)([?&](?:sig|X-Amz-Signature|X-Goog-Signature)=)[^&\s\"']+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("</",),
+            r"(?i)(<([\w-]*:)?(?:password|passwd|secret|token|api_?key)>)[^<]+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("--",),
+            r"(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|"
+            r"access-token|client-secret)[ \t]+['\"]?)[^\s'\"]+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("curl",),
+            r"\b(curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:)[^\s'\"]+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("mysql", "mariadb"),
+            r"\b((?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p)"
+            r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)",
+            rf"\1{MASK}",
+        ),
+        (("sshpass",), r"\b(sshpass\b[^\n|;&]*?[ \t]-p[ \t]*)[^\s'\"]+", rf"\1{MASK}"),
+    )
+)
+
+# Key/value pairs are found from their secret word outwards, not by trying the full
+# pattern at every position of the text; the word is looked for in the lower-cased text,
+# which is an order of magnitude faster than an IGNORECASE search.
+_KEYWORD = re.compile(rf"{_LONG_KEYS}|{_SHORT_KEYS}")
+_KEYWORD_ANY_CASE = re.compile(rf"{_LONG_KEYS}|{_SHORT_KEYS}", re.IGNORECASE)
+_KEY_CHARS = frozenset("_.-")
+_MAX_KEY_LEN = 64
+_KEY_VALUE = re.compile(
+    rf"(?<![\w./-])({_KEY})"
+    r"([\"']?[ \t]*(?:=>|=|:(?!//))[ \t]*)"
+    r"(?:\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'|([^\s\"',;&]+))",
+    re.IGNORECASE,
+)
+
+
+# Unquoted values that are code or placeholders, not secrets: `password: str`,
+# `token = os.environ["TOKEN"]`, `password=getpass()`, `PGPASSWORD=$PW`, `"password": null`.
+_NOT_A_VALUE = re.compile(
+    r"str|int|float|bool|bytes|none|null|nil|true|false|secretstr|string|number|boolean"
+    r"|any|required|optional|undefined|[{\[($%<].*|[A-Za-z_][\w.]*[(\[].*",
+    re.IGNORECASE,
+)
+
+
+def _mask_pair(m: re.Match[str]) -> str:
+    key, sep, dq, sq, bare = m.groups()
+    value = dq if dq is not None else sq if sq is not None else bare
+    if not value or value.endswith(MASK):
+        return m.group()  # empty, or already masked (`OPENAI_API_KEY=sk-[REDACTED]`)
+    if bare is not None and (_NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key):
+        return m.group()
+    if key.lower() == "pwd" and value.startswith("/"):
+        return m.group()  # PWD=/home/me is the working directory
+    quote_char = '"' if dq is not None else "'" if sq is not None else ""
+    return f"{key}{sep}{quote_char}{MASK}{quote_char}"
+
+
+def _mask_pairs(text: str, lower: str) -> str:
+    # lower() can change the length of some non-ASCII text; positions must line up.
+    words = (
+        _KEYWORD.finditer(lower) if len(lower) == len(text) else _KEYWORD_ANY_CASE.finditer(text)
+    )
+    out: list[str] = []
+    done = 0
+    for word in words:
+        if word.start() < done:
+            continue
+        # The key ends with its secret word: right after it come a separator or a quote.
+        end = word.end()
+        if end < len(text) and text[end] in "\"'":
+            end += 1
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        if end >= len(text) or text[end] not in "=:":
+            continue
+        start = _key_start(text, word.start())
+        pair = None if start is None else _KEY_VALUE.match(text, start)
+        if pair is not None:
+            out += (text[done : pair.start()], _mask_pair(pair))
+            done = pair.end()
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _key_start(text: str, pos: int) -> int | None:
+    """Where the key holding the secret word at `pos` begins; None past a sane key length."""
+    start = pos
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in _KEY_CHARS):
+        start -= 1
+        if pos - start > _MAX_KEY_LEN:
+            return None
+    return start
+
+
+def _private_key(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{MASK}{m.group(2)}"
+
+
+def env_secrets(env: Mapping[str, str]) -> list[str]:
+    """Values of environment variables whose name looks secret, minus obvious non-secrets."""
+    found = []
+    for name, value in env.items():
+        upper = name.upper()
+        if not _ENV_SECRET_NAME.search(upper) or _ENV_NOT_SECRET.search(upper):
+            continue
+        value = value.strip()
+        if len(value) < MIN_ENV_SECRET_LEN or _PLAIN_PATH.fullmatch(value):
+            continue
+        found.append(value)
+    return found
+
+
+class Redactor:
+    """Masks secrets in text and in event payloads; one per run, fed as secrets appear."""
+
+    def __init__(
+        self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None
+    ) -> None:
+        self._secrets: set[str] = set()
+        self._literal: re.Pattern[str] | None = None
+        for secret in secrets:
+            self._remember(secret)
+        for secret in env_secrets(env or {}):
+            self._remember(secret)
+        self._compile()
+
+    def add(self, secret: str) -> None:
+        """Mask `secret` from now on (a password typed at run time); short values are ignored."""
+        if self._remember(secret):
+            self._compile()
+
+    def _remember(self, secret: str) -> bool:
+        secret = secret.strip("\r\n")
+        if len(secret.strip()) < MIN_SECRET_LEN or secret in self._secrets:
+            return False
+        self._secrets.add(secret)
+        # The same secret inside a URL or a form arrives percent-encoded.
+        encoded = quote(secret, safe="")
+        if encoded != secret:
+            self._secrets.add(encoded)
+        return True
+
+    def _compile(self) -> None:
+        if not self._secrets:
+            self._literal = None
+            return
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        self._literal = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def __call__(self, text: str) -> str:
+        """`text` with every secret replaced by the mask."""
+        if not text:
+            return text
+        if self._literal is not None:
+            text = self._literal.sub(MASK, text)
+        if "PRIVATE KEY" in text:
+            text = _PRIVATE_KEY.sub(_private_key, text)
+            text = _KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
+        if "Private-Lines:" in text:
+            text = _PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
+        lower = text.lower()
+        for hints, pattern, replacement in _TOKENS:
+            if any(h in text or h in lower for h in hints):
+                text = pattern.sub(replacement, text)
+                lower = text.lower()
+        return _mask_pairs(text, lower)
+
+    def redact_obj(self, value: Any) -> Any:
+        """A copy of `value` with strings redacted through dicts, lists and tuples.
+
+        A string under a key that names a secret (`password`, `api_key`, `Authorization`)
+        is masked whole.
+        """
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, Mapping):
+            out = {}
+            for key, item in value.items():
+                secret_key = isinstance(key, str) and _SECRET_KEY.fullmatch(key)
+                if secret_key and isinstance(item, str) and item:
+                    out[self(key)] = MASK
+                else:
+                    out[self(key) if isinstance(key, str) else key] = self.redact_obj(item)
+            return out
+        if isinstance(value, list):
+            return [self.redact_obj(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.redact_obj(v) for v in value)
+        return value

@@ -1,0 +1,240 @@
+"""kosmos.safety.redact: secrets never reach the LLM, transcripts, logs or the screen."""
+
+from __future__ import annotations
+
+import pytest
+
+from kosmos.safety import MASK, Redactor
+
+# Canaries: each line holds one secret (the second item) that must not survive redaction,
+# and the label (the third item) that must.
+CANARIES = [
+    ("export OPENAI_API_KEY=sk-proj-Abc123Def456Ghi789Jkl0", "Abc123Def456Ghi789Jkl0", "sk-"),
+    ("key id: AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE", "key id: AKIA"),
+    ("session ASIAY34FZKBOKMUTVV7A here", "Y34FZKBOKMUTVV7A", "session ASIA"),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = ",
+    ),
+    (
+        "maps key AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI",
+        "SyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI",
+        "AIza",
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFy+/a1b2c3==;"
+        "EndpointSuffix=core.windows.net",
+        "Zm9vYmFy+/a1b2c3==",
+        "AccountKey=",
+    ),
+    ("Authorization: Bearer abc123.def456.ghi789", "abc123.def456.ghi789", "Bearer "),
+    ("Authorization: Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy", "Authorization: Basic "),
+    (
+        "token ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "16C7e42F292c6912E7710c838347Ae178B4a",
+        "ghp_",
+    ),
+    ("gho_16C7e42F292c6912E7710c838347Ae178B4a", "16C7e42F292c6912E7710c838347Ae178B4a", "gho_"),
+    (
+        "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ",
+        "11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ",
+        "github_pat_",
+    ),
+    ("GITLAB=glpat-x1y2z3a4b5c6d7e8f9g0", "x1y2z3a4b5c6d7e8f9g0", "glpat-"),
+    ("slack xoxb-2345678901-abcdefghijKLMN", "2345678901-abcdefghijKLMN", "xoxb-"),
+    ("stripe sk_live_51HabcdEFGHijkl0123", "51HabcdEFGHijkl0123", "sk_live_"),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "jwt ",
+    ),
+    ("git clone https://alice:pa55w0rd@git.example.com/r.git", "pa55w0rd", "https://alice:"),
+    ("REDIS_URL=redis://:r3d1spass@localhost:6379/0", "r3d1spass", "redis://:"),
+    ("password=hunter2hunter", "hunter2hunter", "password="),
+    ("DB_PASSWORD: 'c0rrect horse'", "c0rrect horse", "DB_PASSWORD: '"),
+    ('{"password": "p@ss \\"w0rd\\"", "user": "bob"}', 'p@ss \\"w0rd\\"', '"password": "'),
+    ("client_secret=Xyz-987_secret", "Xyz-987_secret", "client_secret="),
+    ("api_key: abcd1234efgh", "abcd1234efgh", "api_key: "),
+    ("PGPASSWORD=pgsecret99 psql -h db", "pgsecret99", "PGPASSWORD="),
+    ("mysql_pwd=Sup3rPwd9", "Sup3rPwd9", "mysql_pwd="),
+    ("password: none-of-your-business", "none-of-your-business", "password: "),
+    ("apikey=0123abcd4567", "0123abcd4567", "apikey="),
+    ("x-auth: tkn-123-456", "tkn-123-456", "x-auth: "),
+    ("curl -u admin:S3cretAdm1n https://x", "S3cretAdm1n", "curl -u admin:"),
+    ("mysql -u root -pMyS3cret shop", "MyS3cret", "-p"),
+    ("app --password Sup3rS3cret --verbose", "Sup3rS3cret", "--password "),
+    ("<password>xmlsecret1</password>", "xmlsecret1", "<password>"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), CANARIES)
+def test_canary_secrets_are_masked_and_their_label_stays(
+    text: str, secret: str, label: str
+) -> None:
+    out = Redactor()(text)
+    assert secret not in out
+    assert MASK in out
+    assert label in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/usr/local/bin/kosmos --config /etc/kosmos/config.yaml",
+        "commit 3f2a9c1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f90\nAuthor: Alice <alice@example.com>",
+        "HEAD is now at 3f2a9c1 Fix the token refresh",
+        "UUID=123e4567-e89b-12d3-a456-426614174000 /data ext4 defaults 0 2",
+        "openssl genrsa: key_size=2048 max_tokens=512 tokenizer: bpe",
+        "/etc/passwd:root:x:0:0:root:/root:/bin/bash",
+        "PWD=/home/alice\nOLDPWD=/tmp\nSSH_AUTH_SOCK=/tmp/ssh-XYZ/agent.42",
+        "[sudo] password for alice:",
+        "Password: ",
+        "sshd: PasswordAuthentication no\nPubkeyAuthentication yes",
+        "def login(password: str, token: str | None = None) -> bool:",
+        'token = os.environ["TOKEN"]\npassword=getpass()\nclient.login(password=password)',
+        "PGPASSWORD=$PW psql -h db; api_key: ${API_KEY}",
+        '{"password": null, "token": {"type": "string"}}',
+        "the Bearer authentication scheme, see RFC 6750",
+        "ls -l /dev/disk/by-uuid/ && echo sk-learn",
+        "http://localhost:8080/api/v1/items?page=2&sort=asc",
+        "ssh://git@github.com:22/org/repo.git",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+        "bypass=1 author=alice tokens=3 passwords_file=/run/pw",
+    ],
+)
+def test_ordinary_text_is_unchanged(text: str) -> None:
+    assert Redactor()(text) == text
+
+
+def test_literal_secrets_longest_first() -> None:
+    redact = Redactor(["abcd1234", "abcd1234-suffix-xyz"])
+    out = redact("key=zz abcd1234-suffix-xyz and abcd1234 ok")
+    assert "suffix" not in out
+    assert "xyz" not in out
+    assert "abcd1234" not in out
+    assert out == f"key=zz {MASK} and {MASK} ok"
+
+
+def test_add_masks_a_password_typed_at_run_time() -> None:
+    redact = Redactor()
+    assert redact("echo Tr0ub4dor") == "echo Tr0ub4dor"
+    redact.add("Tr0ub4dor")
+    assert redact("echo Tr0ub4dor") == f"echo {MASK}"
+
+
+def test_short_secrets_are_ignored() -> None:
+    redact = Redactor(["abc", "", "      "])
+    redact.add("xy")
+    assert redact("abc xy and a cabbage      ") == "abc xy and a cabbage      "
+
+
+def test_a_secret_is_also_masked_percent_encoded() -> None:
+    redact = Redactor(["p@ss:w/rd"])
+    out = redact("https://x.example/login?pw=p%40ss%3Aw%2Frd and p@ss:w/rd")
+    assert "p%40ss" not in out
+    assert "p@ss" not in out
+
+
+def test_environment_secrets_by_name() -> None:
+    env = {
+        "OPENAI_API_KEY": "opaque-value-1111",
+        "MY_APP_TOKEN": "opaque-value-2222",
+        "DB_PASS": "opaque-value-3333",
+        "AWS_SECRET_ACCESS_KEY": "opaque-value-4444",
+        "GOOGLE_CREDENTIALS_JSON": "opaque-value-5555",
+        "PRIVATE_SIGNING": "opaque-value-6666",
+        "AUTH_HEADER": "opaque-value-7777",
+        # not secrets
+        "HOME": "/home/alice",
+        "SSH_AUTH_SOCK": "/tmp/ssh-XYZ/agent.42",
+        "GIT_ASKPASS": "/usr/lib/git-core/git-gui--askpass",
+        "KEY_FILE": "/etc/app/key.pem",
+        "TOKEN_TTL": "3600",
+        "API_KEY": "short",
+        "SSH_KEY_PATH": "/home/alice/.ssh/id_ed25519",
+    }
+    redact = Redactor(env=env)
+    text = "\n".join(f"{k}={v}" for k, v in env.items())
+    out = redact(text)
+    for n in range(1, 8):
+        assert f"opaque-value-{n}" * 1 not in out
+    for kept in ("/home/alice", "/tmp/ssh-XYZ/agent.42", "git-gui--askpass", "/etc/app/key.pem"):
+        assert kept in out
+    assert "TOKEN_TTL=3600" in out
+
+
+PRIVATE_KEY = """-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
+QyNTUxOQAAACDcanaryCANARYcanaryCANARYcanaryCANARYcanaryAAAAAAAAAAAA
+-----END OPENSSH PRIVATE KEY-----"""
+
+
+@pytest.mark.parametrize("kind", ["OPENSSH", "RSA", "EC", "ENCRYPTED", ""])
+def test_private_key_block_is_masked(kind: str) -> None:
+    label = f"{kind} PRIVATE KEY".strip()
+    block = PRIVATE_KEY.replace("OPENSSH PRIVATE KEY", label)
+    out = Redactor()(f"$ cat key\n{block}\n$ echo done")
+    assert "canaryCANARY" not in out
+    assert "b3BlbnNzaC1rZXkt" not in out
+    assert f"-----BEGIN {label}-----{MASK}-----END {label}-----" in out
+    assert out.startswith("$ cat key\n")
+    assert out.endswith("\n$ echo done")
+
+
+def test_private_key_without_end_is_masked_to_the_end() -> None:
+    cut = PRIVATE_KEY.rsplit("\n", 1)[0] + "\n[... 40 lines cut ...]\nmore secret base64"
+    out = Redactor()("before\n" + cut)
+    assert out == f"before\n-----BEGIN OPENSSH PRIVATE KEY-----{MASK}"
+
+
+def test_private_key_tail_without_begin_is_masked() -> None:
+    tail = PRIVATE_KEY.split("\n", 1)[1]
+    out = Redactor()("[... cut ...]\n" + tail)
+    assert "canaryCANARY" not in out
+    assert out.endswith(f"{MASK}\n-----END OPENSSH PRIVATE KEY-----")
+
+
+def test_putty_private_lines_are_masked() -> None:
+    text = (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIcanaryCANARY\nPrivate-MAC: ab"
+    )
+    out = Redactor()(text)
+    assert "canaryCANARY" not in out
+    assert "Private-MAC: ab" in out
+
+
+def test_redact_obj_walks_nested_payloads() -> None:
+    redact = Redactor(["literal-secret-1"])
+    payload = {
+        "type": "command_finished",
+        "output": "token=abc123xyz and literal-secret-1",
+        "steps": [
+            {"command": "curl -H 'Authorization: Bearer t0k3n123456' x", "exit_code": 0},
+            ("tuple", "literal-secret-1"),
+        ],
+        "headers": {"Authorization": "Basic dXNlcjpwYXNz", "password": "pw-in-a-field"},
+        "usage": {"prompt_tokens": 12, "max_tokens": 512, "token": 5},
+        "none": None,
+    }
+    out = redact.redact_obj(payload)
+    flat = repr(out)
+    for secret in ("abc123xyz", "literal-secret-1", "t0k3n123456", "dXNlcjpwYXNz", "pw-in-a-field"):
+        assert secret not in flat
+    assert out["headers"] == {"Authorization": MASK, "password": MASK}
+    assert out["usage"] == {"prompt_tokens": 12, "max_tokens": 512, "token": 5}
+    assert out["steps"][0]["exit_code"] == 0
+    assert isinstance(out["steps"][1], tuple)
+    assert out["none"] is None
+    assert payload["output"] == "token=abc123xyz and literal-secret-1"  # input untouched
+
+
+def test_redaction_is_idempotent() -> None:
+    redact = Redactor(["literal-secret-1"])
+    text = "\n".join(t for t, _, _ in CANARIES) + "\nliteral-secret-1"
+    once = redact(text)
+    assert redact(once) == once
+
+
+def test_empty_text() -> None:
+    assert Redactor()("") == ""
