@@ -72,6 +72,14 @@ async def test_stdin_is_closed_so_reading_commands_end() -> None:
     assert result.output.text() == "read-status=1\n"
 
 
+async def test_given_stdin_is_fed_once_then_closed() -> None:
+    result = await LocalRunner().run(
+        "read line; echo got=$line; cat; echo end", timeout=5, stdin=b"s3cret\nrest\n"
+    )
+    assert result.exit_code == 0
+    assert result.output.text() == "got=s3cret\nrest\nend\n"
+
+
 async def test_pager_variables_are_set() -> None:
     result = await LocalRunner().run('echo "$PAGER|$GIT_PAGER|${SYSTEMD_PAGER-unset}"', timeout=5)
     assert result.output.text() == "cat|cat|\n"

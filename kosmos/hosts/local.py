@@ -43,13 +43,14 @@ class LocalRunner:
         timeout: float,
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
+        stdin: bytes | None = None,
     ) -> CommandResult:
         start = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
             "sh",
             "-c",
             command,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
@@ -60,6 +61,12 @@ class LocalRunner:
         decoder = StreamDecoder()
         assert proc.stdout is not None
         stdout = proc.stdout
+        if stdin is not None:
+            assert proc.stdin is not None
+            proc.stdin.write(stdin)
+            with contextlib.suppress(ConnectionError):
+                await proc.stdin.drain()
+            proc.stdin.close()
 
         async def pump() -> None:
             while True:

@@ -96,6 +96,21 @@ class CommandResult:
         return self.output.total
 
 
+class HostPrompter(Protocol):
+    """How a runner asks a person while connecting; front ends implement it.
+
+    Headless runs pass None: an unknown host key or a needed passphrase is then an error.
+    """
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        """An unknown host key: True trusts it (and it is added to known_hosts)."""
+        ...
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        """A password or key passphrase, typed masked; None when the person declines."""
+        ...
+
+
 class Runner(Protocol):
     """One host. `local` runs on this machine; SSH runners keep one connection per host."""
 
@@ -112,8 +127,12 @@ class Runner(Protocol):
         timeout: float,
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
+        stdin: bytes | None = None,
     ) -> CommandResult:
-        """Run `command` under `sh -c` with stdin closed; stream decoded output to `on_output`.
+        """Run `command` under `sh -c`; stream decoded output to `on_output`.
+
+        stdin is closed, or carries exactly `stdin` and is then closed (e.g. a password for
+        `sudo -S`; never logged).
 
         On timeout, or when `stop` is set by the operator, the whole process tree is ended and
         the partial output kept (`timed_out` / `cancelled`). If the calling task is cancelled,
