@@ -109,6 +109,8 @@ class GeminiProvider:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         system, turns = contents(messages)
         body: dict[str, Any] = {}
@@ -116,8 +118,8 @@ class GeminiProvider:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         body["contents"] = turns
         generation: dict[str, Any] = {
-            "temperature": self.temperature,
-            "maxOutputTokens": self.max_tokens,
+            "temperature": self.temperature if temperature is None else temperature,
+            "maxOutputTokens": self.max_tokens if max_tokens is None else max_tokens,
         }
         if response_format is not None:
             generation["responseMimeType"] = "application/json"
@@ -151,9 +153,16 @@ class GeminiProvider:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Reply:
         body = self.body(
-            messages, tools=tools, tool_choice=tool_choice, response_format=response_format
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
         )
         try:
             data = await self.http.post(self.url(), body, self._headers(), on_retry=on_retry)

@@ -77,13 +77,15 @@ class OpenAIProvider:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         # seed 001 section 1: these four fields, and others only for what a call asks for.
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [wire_message(m) for m in messages],
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
+            "temperature": self.temperature if temperature is None else temperature,
+            "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
         }
         if tools:
             # seed 003: OpenAI function calling.
@@ -123,9 +125,16 @@ class OpenAIProvider:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Reply:
         body = self.body(
-            messages, tools=tools, tool_choice=tool_choice, response_format=response_format
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
         )
         try:
             data = await self.http.post(

@@ -114,6 +114,8 @@ class Provider(Protocol):
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Reply:
         """One completion; retries (telling `on_retry`) and raises LLMError with what to do.
 
