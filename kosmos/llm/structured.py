@@ -32,6 +32,11 @@ _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 class InvalidSolution(RunFailed):
     """The LLM's answer did not match the schema, even after the repair round."""
 
+    def __init__(self, message: str, *, raw: str = "", problem: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.problem = problem
+
 
 @dataclass(frozen=True)
 class Solution(Generic[T]):
@@ -230,7 +235,9 @@ class StructuredClient:
         if error is not None or value is None:
             raise InvalidSolution(
                 f"the LLM's answer did not match the {name} schema after one repair round "
-                f"({error}); try a larger model or another --protocol"
+                f"({error}); try a larger model or another --protocol",
+                raw=reply.text,
+                problem=error or "no value",
             )
         return Solution(value, strategy, reply, repaired)
 
