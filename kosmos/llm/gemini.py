@@ -65,7 +65,11 @@ def contents(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
             parts.append({"text": m.content})
         for call in m.tool_calls:
             parts.append({"functionCall": {"name": call.name, "args": call.args}})
-        out.append({"role": role, "parts": parts or [{"text": ""}]})
+        if out and out[-1]["role"] == role:
+            # Turns alternate: text after function responses joins their user turn.
+            out[-1]["parts"].extend(parts)
+        else:
+            out.append({"role": role, "parts": parts or [{"text": ""}]})
     return "\n\n".join(system), out
 
 
