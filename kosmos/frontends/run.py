@@ -46,6 +46,7 @@ class RunRequest:
     command_timeout: float | None = None
     transcript: Path | None = None
     skills_dirs: Sequence[Path] = field(default_factory=tuple)
+    protocol: str | None = None
 
 
 def skill_library(
@@ -161,6 +162,8 @@ class RunFrontend:
             history_max=skill.history_max,
             prompt=req.prompt,
             non_interactive=req.non_interactive,
+            # --protocol > the skill's frontmatter > the config file > tags.
+            protocol=req.protocol or skill.protocol or settings.protocol,
         )
         session = Session(
             skill,
