@@ -173,7 +173,7 @@ class MainScreen(Screen[None]):
 
     # -- runs ---------------------------------------------------------------------------
 
-    def action_start(self) -> None:
+    async def action_start(self) -> None:
         panel = self.query_one(SkillPanel)
         form = panel.form
         if panel.skill is None or form is None:
@@ -186,9 +186,9 @@ class MainScreen(Screen[None]):
         transcript = self.app.config.transcript
         self.app.config.transcript = None  # --transcript is the first run's
         spec = RunSpec(panel.skill, params, self.sidebar.selected_host, transcript=transcript)
-        self.start_run(spec)
+        await self.start_run(spec)
 
-    def start_run(self, spec: RunSpec) -> RunController:
+    async def start_run(self, spec: RunSpec) -> RunController:
         """Open a tab for a run and start it in a worker; it goes on when another tab is shown."""
         self._count += 1
         n = self._count
@@ -204,10 +204,13 @@ class MainScreen(Screen[None]):
             operator=operator,
         )
         view.controller = controller
+        view.operator = operator
         self.runs[view.id or ""] = controller
         pane = TabPane(self._tab_label(n, spec, "…"), view, id=f"tab-{n}")
-        self.tabs.add_pane(pane)
+        await self.tabs.add_pane(pane)
         self.tabs.active = pane.id or ""
+        # Focus leaves the Skill tab, else the tabs would switch back to where the focus is.
+        view.focus()
         self.run_worker(controller.run(), group="runs", name=view.id or "", exit_on_error=False)
         return controller
 

@@ -104,6 +104,8 @@ class Sidebar(Vertical):
         skills.set_options(options)
         if self.selected_skill in shown:
             skills.highlighted = shown.index(self.selected_skill)
+        elif shown:
+            skills.highlighted = 0
         self.query_one("#remote-note", Label).update(self.remote_note)
 
     # -- choosing -----------------------------------------------------------------------

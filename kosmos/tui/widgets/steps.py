@@ -13,6 +13,7 @@ from textual.widgets import Button, Input, Label, Markdown, Static
 from kosmos.engine.operator import Question
 from kosmos.events import RunFinished
 from kosmos.tui.messages import Decided
+from kosmos.tui.paths import shown_path
 
 STATUS_TITLES = {
     "done": "Done",
@@ -124,7 +125,9 @@ class DoneCard(Vertical):
         )
         yield Static(stats, classes="stats")
         if r.transcript:
-            yield Static(f"transcript: {r.transcript}", classes="stats", id="transcript")
+            yield Static(
+                f"transcript: {shown_path(r.transcript)}", classes="stats", id="transcript"
+            )
 
 
 class Thinking(Static):
