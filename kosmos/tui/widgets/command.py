@@ -51,6 +51,7 @@ class CmdStep(Vertical):
         self.state = "proposed"
         self._started = 0.0
         self._timer: Timer | None = None
+        self._partial = ""
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="step-head"):
@@ -122,8 +123,13 @@ class CmdStep(Vertical):
         self.query_one("#state", Label).update(f"running {elapsed:.1f} s")
 
     def write(self, text: str) -> None:
-        if text:
-            self.query_one("#output", Log).write(text)
+        """Append output; whole lines go to the log in one call (one refresh for the batch)."""
+        if not text:
+            return
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        if lines:
+            self.query_one("#output", Log).write_lines(lines[-LOG_LINES:])
 
     def finished(self, event: CommandFinished) -> None:
         if self._timer is not None:
@@ -140,6 +146,9 @@ class CmdStep(Vertical):
             css = "ok" if event.exit_code == 0 else "failed"
         self._set_state(f"{state} · {_size(event.bytes)}", css)
         log = self.query_one("#output", Log)
+        if self._partial:
+            log.write_line(self._partial)
+            self._partial = ""
         if event.bytes == 0:
             log.set_class(False, "shown")
 

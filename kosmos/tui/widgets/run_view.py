@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
     from kosmos.tui.runs import RunController
 
 
+# Streamed output reaches the screen at most this often (seconds).
+FLUSH_INTERVAL = 0.1
+
+
 class RunView(VerticalScroll):
     """Renders one run's events; hands the operator's decisions back to the engine."""
 
@@ -60,6 +65,8 @@ class RunView(VerticalScroll):
         self.done_text: str | None = None
         self.pending: Widget | None = None
         self.result: RunFinished | None = None
+        self._last_flush = 0.0
+        self._flush_scheduled = False
 
     def compose(self):  # noqa: ANN201 - ComposeResult
         yield Static(self.run_title, classes="run-title", id="run-title")
@@ -146,7 +153,21 @@ class RunView(VerticalScroll):
 
     @on(OutputReady)
     def _output(self, message: OutputReady) -> None:
-        widget = self.cmd_steps.get(message.step)
+        message.stop()
+        # At most one write per FLUSH_INTERVAL: between two, chunks gather in the OutputTail
+        # (cheap appends), so a fast producer is read at full speed while keys stay responsive.
+        wait = self._last_flush + FLUSH_INTERVAL - time.monotonic()
+        if wait > 0:
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                self.set_timer(wait, lambda: self._flush(message.step))
+            return
+        self._flush(message.step)
+
+    def _flush(self, step: int) -> None:
+        self._flush_scheduled = False
+        self._last_flush = time.monotonic()
+        widget = self.cmd_steps.get(step)
         if widget is not None and self.controller is not None:
             widget.write(self.controller.output.take())
 
