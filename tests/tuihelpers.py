@@ -7,11 +7,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from kosmos.config import Settings
 from kosmos.frontends.run import skill_library
 from kosmos.prompts import Prompts
+from kosmos.skills.discovery import SkillLibrary
 from kosmos.tui.app import KosmosApp, TuiConfig
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
@@ -49,6 +51,7 @@ def make_app(
     transcript: Path | None = None,
     settings: dict[str, object] | None = None,
     hosts: list[str] | None = None,
+    bundled: bool = True,
 ) -> KosmosApp:
     """The app with the scripted LLM, skills from `home/skills`, transcripts in `home/runs`."""
     skills = home / "skills"
@@ -64,7 +67,11 @@ def make_app(
     )
     config = TuiConfig(
         settings=cfg,
-        library=skill_library(cfg, [skills], {}, home),
+        library=(
+            skill_library(cfg, [skills], {}, home)
+            if bundled
+            else SkillLibrary([(skills, "--skills-dir")], cwd=home)
+        ),
         prompts=Prompts.load(),
         hosts=hosts or ["local"],
         skill=skill,
@@ -77,7 +84,14 @@ def make_app(
 async def until(pilot: Pilot, check: Callable[[], object], what: str, limit: float = 20) -> None:
     """Let the app run until `check()` is true; fail naming `what` if it never gets there."""
     deadline = time.monotonic() + limit
-    while not check():
+
+    def ready() -> object:
+        try:
+            return check()
+        except NoMatches:  # not composed yet
+            return False
+
+    while not ready():
         if time.monotonic() > deadline:
             raise AssertionError(f"the app never got to: {what}")
         await pilot.pause(0.02)

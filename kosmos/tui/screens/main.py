@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from kosmos.errors import KosmosError, SkillNotFound
@@ -59,7 +59,6 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         config = self.app.config
-        yield Header(show_clock=False, icon="◆")
         with Horizontal(id="body"):
             yield Sidebar(config.hosts, config.host)
             with TabbedContent(id="tabs"), TabPane("Skill", id=SKILL_TAB):
@@ -69,7 +68,7 @@ class MainScreen(Screen[None]):
 
     @property
     def sidebar(self) -> Sidebar:
-        return self.query_one(Sidebar)
+        return self.query_one("#sidebar", Sidebar)
 
     @property
     def tabs(self) -> TabbedContent:
@@ -77,8 +76,6 @@ class MainScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         config = self.app.config
-        self.title = "kosmos"
-        self.sub_title = config.host
         library = config.library
         self.sidebar.set_skills(library.list(), [])
         for problem in library.errors:
@@ -154,7 +151,6 @@ class MainScreen(Screen[None]):
 
     @on(HostChosen)
     def _host_chosen(self, message: HostChosen) -> None:
-        self.sub_title = message.target
         self.query_one(SkillPanel).set_host(message.target)
         self._load_remote(message.target)
 

@@ -35,6 +35,7 @@ class Sidebar(Vertical):
         self._shown_skills: list[Skill] = []
 
     def compose(self) -> ComposeResult:
+        yield Label("◆ kosmos", id="brand")
         yield Input(placeholder="filter hosts and skills", id="filter")
         yield Label("Hosts", classes="section")
         yield OptionList(id="hosts")
