@@ -27,13 +27,12 @@ async def test_run_skip_and_edit_reach_the_llm(llm: ScriptedLLM, home: Path) -> 
         await pilot.press("e")
         edit = front_view(app).cmd_steps[3].query_one("#edit-input", Input)
         assert app.focused is edit and edit.value == "echo three"
-        edit.value = "echo edited"
-        await pilot.press("enter")
+        await pilot.press(*" edited", "enter")  # the cursor starts at the end
         await until(pilot, finished(app), "the run's end")
         view = front_view(app)
         steps = view.cmd_steps
         assert steps[1].state == "ok" and steps[2].state == "skipped"
-        assert steps[3].command == "echo edited" and steps[3].has_class("edited")
+        assert steps[3].command == "echo three edited" and steps[3].has_class("edited")
         assert "one" in "\n".join(steps[1].query_one("#output").lines)
         card = view.query_one(DoneCard)
         assert card.result.status == "done" and card.text == "all **done**"
@@ -41,12 +40,12 @@ async def test_run_skip_and_edit_reach_the_llm(llm: ScriptedLLM, home: Path) -> 
     users = [r.last_user_text for r in llm.requests]
     assert users[1].startswith("Command output:\none")
     assert users[2].startswith("User skipped the command.")
-    assert users[3].startswith("Command output:\nedited")
+    assert users[3].startswith("Command output:\nthree edited")
     # The transcript is the headless one: every persisted event, the edit recorded.
     events = read_transcript(transcript)
     decisions = [e for e in events if e.type == "command_decision"]
     assert [d.decision for d in decisions] == ["run", "skip", "edit"]
-    assert decisions[2].command == "echo edited" and decisions[2].proposed == "echo three"
+    assert decisions[2].command == "echo three edited" and decisions[2].proposed == "echo three"
     assert events[-1].type == "result" and events[-1].status == "done"
     assert json.loads(transcript.read_text().splitlines()[0])["params"] == {
         "unit": "nginx",

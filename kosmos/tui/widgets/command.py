@@ -42,6 +42,10 @@ class CmdStep(Vertical):
         Binding("escape", "cancel_edit", "Back", show=False),
     ]
 
+    # The step itself takes the focus while it awaits approval, so that its keys (enter, s, e)
+    # are the ones the footer shows; the buttons are there for the mouse and for tab.
+    can_focus = True
+
     def __init__(self, step: int, command: str) -> None:
         super().__init__(classes="step cmd-step")
         self.step = step
@@ -63,7 +67,12 @@ class CmdStep(Vertical):
             yield Button("Run", variant="success", id="run", compact=True)
             yield Button("Skip", id="skip", compact=True)
             yield Button("Edit", id="edit", compact=True)
-        yield Input(classes="edit-input", id="edit-input", placeholder="edit the command")
+        yield Input(
+            classes="edit-input",
+            id="edit-input",
+            placeholder="edit the command; enter runs it, escape goes back",
+            select_on_focus=False,
+        )
         yield Input(classes="confirm-input", id="confirm-input")
         yield Static("", classes="step-error", id="error")
         yield Log(max_lines=LOG_LINES, classes="output", id="output")
@@ -97,7 +106,7 @@ class CmdStep(Vertical):
                 widget.focus()
                 return
         if self.awaiting:
-            self.query_one("#run", Button).focus()
+            self.focus()
 
     def decided(self, decision: str, command: str) -> None:
         self.awaiting = False
@@ -192,6 +201,7 @@ class CmdStep(Vertical):
     def action_edit(self) -> None:
         edit = self.query_one("#edit-input", Input)
         edit.value = self.command
+        edit.cursor_position = len(edit.value)
         edit.set_class(True, "shown")
         edit.focus()
 

@@ -114,7 +114,9 @@ class DoneCard(Vertical):
 
     def compose(self) -> ComposeResult:
         r = self.result
-        yield Label(f"[DONE] {STATUS_TITLES.get(r.status, r.status)}", classes="tag", markup=False)
+        title = STATUS_TITLES.get(r.status, r.status)
+        tag = f"[DONE] {title}" if r.status == "done" else title
+        yield Label(tag, classes="tag", markup=False)
         if r.status == "done":
             yield Markdown(self.text, id="result")
         else:
