@@ -232,7 +232,7 @@ def test_line_mode_run_skip_edit(llm: ScriptedLLM, cli_env: dict, project: Path)
         stdin="y\nn\ne\necho edited\n",
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Run? [y/N/e]" in proc.stderr
+    assert "Run? [y/N/e/a]" in proc.stderr
     assert llm.requests[1].last_user_text.startswith("Command output:\none\n")
     assert llm.requests[2].last_user_text.startswith("User skipped the command.")
     assert llm.requests[3].messages[-2]["content"] == "[CMD] echo edited"

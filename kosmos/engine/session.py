@@ -12,8 +12,12 @@ from typing import Literal
 
 from kosmos.clean import cap, clean
 from kosmos.engine import history
-from kosmos.engine.operator import CommandProposal, Operator, Question
+from kosmos.engine.approval import ApprovalGate, Decision, Policy
+from kosmos.engine.guard import LineRedactor, neutralise, redact_event
+from kosmos.engine.operator import Operator, Question
 from kosmos.engine.parser import NoDirective, Parsed, canonical, parse_reply
+from kosmos.engine.resume import Resumed
+from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
     EXIT_DONE,
     EXIT_INTERRUPTED,
@@ -46,6 +50,7 @@ from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.runner import CommandResult, Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
 # What goes to the LLM of one command's output.
@@ -68,6 +73,9 @@ class SessionOptions:
     # Headless: a reply without a tag gets a correction instead of an approval request.
     non_interactive: bool = False
     max_format_errors: int = 3
+    # Approval (engine/approval.py): ask | read-only | auto; dangerous commands headless.
+    policy: Policy = "ask"
+    allow_dangerous: bool = False
 
 
 def _preview(text: str, limit: int = 200) -> str:
@@ -91,6 +99,7 @@ class Session:
         options: SessionOptions | None = None,
         run_id: str | None = None,
         transcript: str | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.skill = skill
         self.params = dict(params)
@@ -110,6 +119,21 @@ class Session:
         self._sent_upto = 0
         self._stop: asyncio.Event | None = None
         self._started = 0.0
+        # Everything leaving the engine (events, messages for the LLM) passes through it.
+        self.redactor = redactor or Redactor()
+        self.gate = ApprovalGate(
+            operator,
+            prompts,
+            host=runner.name,
+            policy=self.options.policy,
+            non_interactive=self.options.non_interactive,
+            allow_dangerous=self.options.allow_dangerous,
+        )
+        self.sudo = SudoHelper(
+            runner, operator, self.redactor, non_interactive=self.options.non_interactive
+        )
+        self._pending: Resumed | None = None
+        self.replay_of: str | None = None
 
     # -- what front ends call ------------------------------------------------------------
 
@@ -124,8 +148,11 @@ class Session:
     def command_running(self) -> bool:
         return self._stop is not None and not self._stop.is_set()
 
-    async def run(self) -> RunFinished:
-        """Run the skill to its end and return the final result (also emitted as an event)."""
+    async def run(self, resume: Resumed | None = None) -> RunFinished:
+        """Run the skill to its end and return the final result (also emitted as an event).
+
+        `resume`: continue the conversation a transcript recorded instead of starting anew.
+        """
         self._started = time.monotonic()
         self.emit(
             RunStarted(
@@ -139,10 +166,16 @@ class Session:
                 max_steps=self.options.max_steps,
                 history_mode=self.options.history_mode,
                 transcript=self.transcript,
+                policy=self.options.policy,
+                resumed_from=resume.source if resume else None,
+                replay_of=self.replay_of,
             )
         )
         try:
-            await self._start()
+            if resume is None:
+                await self._start()
+            else:
+                self._restore(resume)
             return await self._loop()
         except KosmosError as e:
             return self._finish(e.status, str(e), e.exit_code)
@@ -155,7 +188,16 @@ class Session:
     def emit(self, event: Event) -> None:
         if event.host is None:
             event = event.model_copy(update={"host": self.runner.name})
+        if not isinstance(event, CommandOutput):  # streamed output is redacted line by line
+            event = redact_event(event, self.redactor)
         self._emit(event)
+
+    def _restore(self, resume: Resumed) -> None:
+        self.messages = list(resume.messages)
+        self._sent_upto = resume.sent
+        self.step = resume.step
+        self._pending = resume
+        self.emit(Notice(message=resume.describe()))
 
     async def _start(self) -> None:
         knowledge_text = None
@@ -165,23 +207,29 @@ class Session:
             self.emit(Notice(message=f"knowledge file skipped: {e}"))
             knowledge = None
         if knowledge is not None:
-            knowledge_text = knowledge.text
-            self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge.text))
+            # Knowledge is data from the host: directive-like lines in it are escaped.
+            knowledge_text = neutralise(self.redactor(knowledge.text))
+            self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge_text))
         self.step = 1
         system = self.prompts.system(self.skill.name, self.skill.body, knowledge_text)
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
         self.messages = [
-            Message(role="system", content=system),
-            Message(role="user", content=first),
+            Message(role="system", content=self.redactor(system)),
+            Message(role="user", content=self.redactor(first)),
         ]
 
     async def _loop(self) -> RunFinished:
         format_errors = 0
         while True:
             self.state = "idle"
-            reply = await self._complete()
+            pending, self._pending = self._pending, None
+            if pending is not None and pending.reply is not None:
+                reply = Reply(text=pending.reply)
+            else:
+                reply = await self._complete()
+            rerun = pending is not None and pending.rerun
             step = self.step
             try:
                 parsed: Parsed | None = parse_reply(reply.text)
@@ -221,7 +269,7 @@ class Session:
             self._next_step()
             if parsed.kind == "cmd":
                 self.state = "waiting_cmd"
-                content = await self._command(parsed, step)
+                content = await self._command(parsed, step, rerun=rerun)
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
@@ -230,7 +278,7 @@ class Session:
             self._add("user", content)
 
     def _add(self, role: Literal["assistant", "user"], content: str) -> None:
-        self.messages.append(Message(role=role, content=content))
+        self.messages.append(Message(role=role, content=self.redactor(content)))
 
     def _next_step(self) -> None:
         if self.step + 1 > self.options.max_steps:
@@ -271,37 +319,53 @@ class Session:
         )
         return reply
 
-    async def _command(self, parsed: Parsed, step: int) -> str:
-        proposal = CommandProposal(
-            step=step, command=parsed.text, host=self.runner.name, inferred=parsed.inferred
-        )
-        approval = await self.operator.approve(proposal)
-        command = (
-            approval.command if approval.action == "edit" and approval.command else parsed.text
-        )
-        self.emit(
-            CommandDecision(
-                step=step, decision=approval.action, command=command, proposed=parsed.text
+    async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
+        decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
+        command = decision.command
+        self._decided(step, parsed.text, decision)
+        if decision.action == "refused":
+            return self.prompts["SKILL_COMMAND_REFUSED"].format(
+                reason=decision.reason, step=self.step, max_steps=self.options.max_steps
             )
-        )
-        if approval.action == "skip":
+        if decision.action == "skip":
             return self.prompts.skipped(self.step, self.options.max_steps)
         if command != parsed.text:
             # The LLM sees the command that really ran as its own proposal.
-            self.messages[-1] = Message(role="assistant", content=canonical("cmd", command))
+            self.messages[-1] = Message(
+                role="assistant", content=self.redactor(canonical("cmd", command))
+            )
+        prepared = await self.sudo.prepare(command)
+        if prepared.declined:
+            return self.prompts["SKILL_SUDO_DECLINED"].format(
+                step=self.step, max_steps=self.options.max_steps
+            )
         self.emit(CommandStarted(step=step, command=command))
         self._stop = asyncio.Event()
+        lines = LineRedactor(self.redactor)
+
+        def on_output(text: str) -> None:
+            shown = lines.feed(text)
+            if shown:
+                self.emit(CommandOutput(step=step, text=shown))
+
         try:
             result = await self.runner.run(
-                command,
+                prepared.text,
                 timeout=self.options.command_timeout,
-                on_output=lambda text: self.emit(CommandOutput(step=step, text=text)),
+                on_output=on_output,
                 stop=self._stop,
+                stdin=prepared.stdin,
             )
         finally:
             self._stop = None
+        tail = lines.flush()
+        if tail:
+            self.emit(CommandOutput(step=step, text=tail))
         self.commands_run += 1
-        for_llm = self.output_for_llm(result)
+        for_llm = self.redactor(self.output_for_llm(result))
+        note = self._sudo_note(prepared.with_password, result.output.text())
+        if note:
+            for_llm = f"{for_llm}\n{note}"
         kept = result.output.text(marker=self._omitted_bytes)
         self.emit(
             CommandFinished(
@@ -320,6 +384,28 @@ class Session:
         )
         return self.prompts.command_output(for_llm, self.step, self.options.max_steps)
 
+    def _decided(self, step: int, proposed: str, decision: Decision) -> None:
+        self.emit(
+            CommandDecision(
+                step=step,
+                decision=decision.action,
+                command=decision.command,
+                proposed=proposed,
+                by=decision.by,
+                risk=decision.risk,
+                reason=decision.reason,
+            )
+        )
+
+    def _sudo_note(self, with_password: bool, output: str) -> str | None:
+        """One line for the LLM when sudo refused the password or needs one nobody can give."""
+        if with_password and self.sudo.rejected(output):
+            self.emit(Notice(message="sudo did not accept the password; it will be asked again"))
+            return self.prompts["SKILL_SUDO_REJECTED"]
+        if self.options.non_interactive and self.sudo.needs_password(output):
+            return self.prompts["SKILL_SUDO_PASSWORD_NEEDED"]
+        return None
+
     @staticmethod
     def _omitted_bytes(count: int) -> str:
         return f"[... {count} bytes of output not kept ...]"
@@ -336,7 +422,9 @@ class Session:
             status = p["SKILL_CONNECTION_LOST"]
         elif result.exit_code not in (0, None):
             status = p["SKILL_EXIT_CODE"].format(exit_code=result.exit_code)
-        text = clean(result.output.data(marker=self._omitted_bytes)) or p["SKILL_NO_OUTPUT"]
+        # Output is data: lines that read as directives are escaped before the LLM sees them.
+        text = neutralise(clean(result.output.data(marker=self._omitted_bytes)))
+        text = text or p["SKILL_NO_OUTPUT"]
         reserve_bytes = len(status.encode()) + 1 if status else 0
         text, _ = cap(
             text,

@@ -73,6 +73,12 @@ class TextRenderer:
                 )
             case Directive():
                 self._directive(event)
+            case CommandDecision() if event.decision == "refused":
+                c.say(c.style(f"  refused: {event.reason}", "33"))
+            case CommandDecision() if event.by == "replay":
+                c.say(c.style(f"  {event.decision} (as recorded)", "2"))
+            case CommandDecision() if event.by == "policy" and event.decision == "run":
+                c.say(c.style(f"  runs without asking ({event.reason})", "2"))
             case CommandDecision() if event.decision == "skip":
                 c.say(c.style("  skipped", "2"))
             case CommandDecision() if event.decision == "edit":

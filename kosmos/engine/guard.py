@@ -1,0 +1,69 @@
+"""What stands between host data and the LLM, the screen and the transcript.
+
+* Redaction: every event the session emits and every message it keeps passes through the
+  run's `Redactor`; streamed output is redacted line by line.
+* Fencing: command output and knowledge files are data. A line in them that the reply
+  parser would take for a directive (`[DONE]`, `[CMD] rm -rf /`, `**[ASK]**`) or for the
+  step counter is escaped with a backslash before the tag, so the LLM reads it as quoted
+  text; only the LLM's own reply is ever parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kosmos.engine.parser import _TAG_RE
+from kosmos.events import Event
+from kosmos.safety import Redactor
+
+_STEP_RE = re.compile(r"^([ \t>*_`]*)(\[\s*Step\s+\d+\s+of\s+\d+\s*\])", re.IGNORECASE)
+_LEAD = re.compile(r"^[ \t>*_`]*")
+
+# A partial line longer than this is shown before its newline arrives.
+MAX_PENDING = 4096
+
+
+def neutralise(text: str) -> str:
+    """`text` with every line that reads as a directive or a step marker escaped."""
+    if "[" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "[" not in line:
+            continue
+        if _TAG_RE.match(line) or _STEP_RE.match(line):
+            lead = _LEAD.match(line)
+            at = lead.end() if lead else 0
+            lines[i] = line[:at] + "\\" + line[at:]
+    return "\n".join(lines)
+
+
+def redact_event(event: Event, redactor: Redactor) -> Event:
+    """The event with every string in it redacted (the same object when nothing changed)."""
+    data = event.model_dump()
+    clean: dict[str, Any] = redactor.redact_obj(data)
+    if clean == data:
+        return event
+    return type(event).model_validate(clean)
+
+
+class LineRedactor:
+    """Redacts streamed output a line at a time, so a secret split across chunks is caught."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        """Complete lines (and a very long partial one) ready to show, redacted."""
+        text = self._pending + text
+        cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+        if cut == 0 and len(text) > MAX_PENDING:
+            cut = len(text)
+        self._pending = text[cut:]
+        return self.redactor(text[:cut]) if cut else ""
+
+    def flush(self) -> str:
+        text, self._pending = self._pending, ""
+        return self.redactor(text) if text else ""
