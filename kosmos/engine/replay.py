@@ -64,6 +64,8 @@ class Recording:
 
 def _first_difference(old: str, new: str) -> str:
     a, b = old.splitlines(), new.splitlines()
+    if a[:1] == b[:1] == ["Command output:"]:
+        a, b = a[1:], b[1:]  # number the lines of the output itself
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return f"line {i + 1}: recorded {x[:80]!r}, now {y[:80]!r}"
@@ -128,7 +130,9 @@ class ReplayProvider:
                 continue
             what = "the system prompt" if old.role == "system" else _what(old.content)
             detail = _first_difference(old.content, new.content)
-            text = f"replay: step {request.step}: {what} differs from the recording ({detail})"
+            # A later request carries the result of the previous step's directive.
+            step = request.step if old.role == "system" or request.step == 1 else request.step - 1
+            text = f"replay: step {step}: {what} differs from the recording ({detail})"
             self.differences.append(text)
             if not self.tolerant:
                 raise ReplayMismatch(f"{text}; pass --replay-tolerant to only warn")

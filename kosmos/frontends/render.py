@@ -43,10 +43,15 @@ class TextRenderer:
         c = self.c
         match event:
             case RunStarted():
+                source = f"model {event.model}"
+                if event.replay_of:
+                    source = f"replaying {event.replay_of} (no LLM)"
                 c.say(
                     c.style(f"▶ {event.skill}", "1")
-                    + f" on {event.host} · model {event.model} · up to {event.max_steps} steps"
+                    + f" on {event.host} · {source} · up to {event.max_steps} steps"
                 )
+                if event.policy != "ask":
+                    c.say(c.style(f"  policy: {event.policy}", "2"))
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
