@@ -40,8 +40,18 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--provider", choices=["openai", "gemini"], help="LLM provider (default: openai)"
     )
-    g.add_argument("--base-url", help="OpenAI-compatible API base, e.g. http://localhost:11434/v1")
+    g.add_argument(
+        "--base-url",
+        help="API base of the provider, e.g. http://localhost:11434/v1 "
+        "(gemini: https://generativelanguage.googleapis.com/v1beta)",
+    )
     g.add_argument("--model", help="model name (default: CHEAP, or $AI_MODEL)")
+    g.add_argument(
+        "--protocol",
+        choices=["tags", "json", "tools", "auto"],
+        help="how the LLM answers each step: tags (seed 001, default), json, tools "
+        "(function calling), auto (tools where the provider can, else tags)",
+    )
     p.add_argument(
         "--config",
         type=Path,
@@ -170,6 +180,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "provider": getattr(args, "provider", None),
         "base_url": getattr(args, "base_url", None),
         "model": getattr(args, "model", None),
+        "protocol": getattr(args, "protocol", None),
     }
 
 
@@ -214,6 +225,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         resume=args.resume,
         replay=args.replay,
         replay_tolerant=args.replay_tolerant,
+        protocol=args.protocol,
     )
     frontend = None
     try:

@@ -287,7 +287,7 @@ def test_killed_run_leaves_an_intact_transcript(
         project,
     )
     _wait_for(transcript, '"command_started", "ts"')
-    _wait_for(transcript, "sleep 30")
+    _wait_for(transcript, '"command": "sleep 30"}')  # its command_started line
     proc.kill()
     proc.communicate(timeout=10)
     events = read_transcript(transcript)

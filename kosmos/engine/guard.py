@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from kosmos.engine.parser import _TAG_RE
-from kosmos.events import Event
+from kosmos.events import Event, Message
 from kosmos.safety import Redactor
 
 _STEP_RE = re.compile(r"^([ \t>*_`]*)(\[\s*Step\s+\d+\s+of\s+\d+\s*\])", re.IGNORECASE)
@@ -46,6 +46,17 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
     if clean == data:
         return event
     return type(event).model_validate(clean)
+
+
+def redact_message(message: Message, redactor: Redactor) -> Message:
+    """The message with its text and any tool-call arguments redacted."""
+    content = redactor(message.content)
+    calls = tuple(
+        c.model_copy(update={"args": redactor.redact_obj(c.args)}) for c in message.tool_calls
+    )
+    if content == message.content and calls == message.tool_calls:
+        return message
+    return message.model_copy(update={"content": content, "tool_calls": calls})
 
 
 class LineRedactor:

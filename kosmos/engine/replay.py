@@ -23,7 +23,7 @@ from kosmos.events import (
     Message,
     RunStarted,
 )
-from kosmos.llm.provider import Reply
+from kosmos.llm.provider import Capabilities, Reply, ResponseFormat, ToolSpec
 
 
 class ReplayMismatch(RunFailed):
@@ -93,6 +93,7 @@ class ReplayProvider:
         self.tolerant = tolerant
         self.model = recording.started.model
         self.base_url = f"replay:{recording.source}"
+        self.capabilities = Capabilities()
         self.differences: list[str] = []
         self.warn: Callable[[str], None] = lambda message: None
         self._next = 0
@@ -102,6 +103,11 @@ class ReplayProvider:
         messages: Sequence[Message],
         *,
         on_retry: Callable[[int, str, float], None] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Reply:
         if self._next >= len(self.recording.exchanges):
             raise ReplayMismatch(
@@ -111,7 +117,12 @@ class ReplayProvider:
         request, reply = self.recording.exchanges[self._next]
         self._next += 1
         self._compare(request, messages)
-        return Reply(text=reply.content, finish_reason=reply.finish_reason, usage=reply.usage)
+        return Reply(
+            text=reply.content,
+            tool_calls=list(reply.tool_calls),
+            finish_reason=reply.finish_reason,
+            usage=reply.usage,
+        )
 
     def _step(self, messages: Sequence[Message]) -> int:
         if self._next < len(self.recording.exchanges):

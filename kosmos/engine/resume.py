@@ -4,8 +4,9 @@ The history is what the LLM was sent: the `new_messages` of every `llm_request`,
 (also across earlier resumes appended to the same transcript). After the last request:
 
 * no reply recorded: the request is sent again;
-* a reply whose step finished (command output, answer, skip, refusal, message): that step's
-  user message is rebuilt from its events and the run goes on with the next request;
+* a reply whose step finished (command output, answer, skip, refusal, message): the result
+  the LLM never got is rebuilt from that step's events and the run goes on with the next
+  request;
 * a reply whose step did not finish: the reply is acted on again. When its command had
   started but its result was never recorded, the command is not re-run without asking
   (`rerun`): the operator is asked whatever the policy, and headless the LLM is told its
@@ -17,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kosmos.engine.parser import canonical
 from kosmos.errors import UsageError
 from kosmos.events import (
     Answer,
@@ -32,6 +32,7 @@ from kosmos.events import (
     RunFinished,
     RunStarted,
 )
+from kosmos.llm.provider import Reply
 from kosmos.prompts import Prompts
 
 
@@ -41,19 +42,22 @@ class Resumed:
 
     source: str
     started: RunStarted
-    messages: list[Message]
-    sent: int  # how many of `messages` the LLM has already been sent
+    messages: list[Message]  # everything the LLM was sent
     step: int
-    reply: str | None = None  # a recorded reply still to act on
+    reply: Reply | None = None  # the last recorded reply
+    # When the reply's step finished: the result text the LLM is owed (and the command as
+    # it ran, if edited). Otherwise the reply is acted on again.
+    result: str | None = None
+    command: str | None = None
     rerun: bool = False  # its command started and its result was lost
 
     def describe(self) -> str:
         if self.rerun:
             what = "its command was interrupted and will not run again without asking"
+        elif self.result is not None:
+            what = "sending the last step's result"
         elif self.reply is not None:
             what = "acting on the last recorded reply"
-        elif self.sent < len(self.messages):
-            what = "sending the next request"
         else:
             what = "sending the last request again"
         return f"resuming {self.source} at step {self.step}: {what}"
@@ -82,22 +86,23 @@ def resume_state(events: Sequence[Event], prompts: Prompts, *, source: str) -> R
         messages.extend(req.new_messages)
     last = events[requests[-1]]
     assert isinstance(last, LLMRequest)
-    step, sent = last.step, len(messages)
+    step = last.step
     after = [e for e in events[requests[-1] + 1 :] if getattr(e, "step", step) == step]
-    reply = next((e for e in after if isinstance(e, LLMReply)), None)
-    if reply is None:
-        return Resumed(source, started, messages, sent, step)
+    recorded = next((e for e in after if isinstance(e, LLMReply)), None)
+    if recorded is None:
+        return Resumed(source, started, messages, step)
+    reply = Reply(
+        text=recorded.content,
+        tool_calls=list(recorded.tool_calls or []),
+        finish_reason=recorded.finish_reason,
+    )
     directive = next((e for e in after if isinstance(e, Directive)), None)
-    finished_step = _finished_step(after, directive, prompts, step + 1, started.max_steps)
-    if finished_step is not None:
-        assistant, user = finished_step
-        messages += [
-            Message(role="assistant", content=assistant),
-            Message(role="user", content=user),
-        ]
-        return Resumed(source, started, messages, sent, step + 1)
+    done = _finished_step(after, directive, prompts, step + 1, started.max_steps)
+    if done is not None:
+        result, command = done
+        return Resumed(source, started, messages, step, reply, result, command)
     rerun = any(isinstance(e, CommandStarted) for e in after)
-    return Resumed(source, started, messages, sent, step, reply=reply.content, rerun=rerun)
+    return Resumed(source, started, messages, step, reply, rerun=rerun)
 
 
 def _finished_step(
@@ -106,24 +111,23 @@ def _finished_step(
     prompts: Prompts,
     next_step: int,
     max_steps: int,
-) -> tuple[str, str] | None:
-    """The assistant and user messages of a step that completed, rebuilt from its events."""
+) -> tuple[str, str | None] | None:
+    """The result text of a step that completed (and its command if edited), from its events."""
     if directive is None:
         return None
-    said = canonical(directive.kind, directive.text, directive.required)
     if directive.kind == "message":
-        return said, prompts.continue_after_message(next_step, max_steps)
+        return prompts.continue_after_message(next_step, max_steps), None
     for e in after:
         if isinstance(e, CommandFinished):
-            return canonical("cmd", e.command), prompts.command_output(
-                e.sent_to_llm, next_step, max_steps
-            )
+            edited = e.command if e.command != directive.text else None
+            return prompts.command_output(e.sent_to_llm, next_step, max_steps), edited
         if isinstance(e, CommandDecision) and e.decision == "skip":
-            return said, prompts.skipped(next_step, max_steps)
+            return prompts.skipped(next_step, max_steps), None
         if isinstance(e, CommandDecision) and e.decision == "refused":
-            return said, prompts["SKILL_COMMAND_REFUSED"].format(
+            text = prompts["SKILL_COMMAND_REFUSED"].format(
                 reason=e.reason, step=next_step, max_steps=max_steps
             )
+            return text, None
         if isinstance(e, Answer):
-            return said, prompts.user_response(e.answer or "", next_step, max_steps)
+            return prompts.user_response(e.answer or "", next_step, max_steps), None
     return None

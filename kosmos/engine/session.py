@@ -7,15 +7,17 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from kosmos.clean import cap, clean
 from kosmos.engine import history
 from kosmos.engine.approval import ApprovalGate, Decision, Policy
-from kosmos.engine.guard import LineRedactor, neutralise, redact_event
+from kosmos.engine.envelope import app_command
+from kosmos.engine.guard import LineRedactor, neutralise, redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
-from kosmos.engine.parser import NoDirective, Parsed, canonical, parse_reply
+from kosmos.engine.parser import Parsed
+from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
 from kosmos.engine.resume import Resumed
 from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
@@ -73,6 +75,8 @@ class SessionOptions:
     # Headless: a reply without a tag gets a correction instead of an approval request.
     non_interactive: bool = False
     max_format_errors: int = 3
+    # The step protocol: tags (seed 001), json, tools or auto.
+    protocol: str = "tags"
     # Approval (engine/approval.py): ask | read-only | auto; dangerous commands headless.
     policy: Policy = "ask"
     allow_dangerous: bool = False
@@ -99,6 +103,7 @@ class Session:
         options: SessionOptions | None = None,
         run_id: str | None = None,
         transcript: str | None = None,
+        protocol: StepProtocol | None = None,
         redactor: Redactor | None = None,
     ) -> None:
         self.skill = skill
@@ -119,6 +124,11 @@ class Session:
         self._sent_upto = 0
         self._stop: asyncio.Event | None = None
         self._started = 0.0
+        self._knowledge: str | None = None
+        self._os: str | None = None
+        self.protocol = protocol or make_protocol(
+            self.options.protocol, provider, prompts, emit=self.emit
+        )
         # Everything leaving the engine (events, messages for the LLM) passes through it.
         self.redactor = redactor or Redactor()
         self.gate = ApprovalGate(
@@ -165,6 +175,7 @@ class Session:
                 base_url=self.provider.base_url,
                 max_steps=self.options.max_steps,
                 history_mode=self.options.history_mode,
+                protocol=self.protocol.name,
                 transcript=self.transcript,
                 policy=self.options.policy,
                 resumed_from=resume.source if resume else None,
@@ -192,11 +203,22 @@ class Session:
             event = redact_event(event, self.redactor)
         self._emit(event)
 
+    def _keep(self, *messages: Message) -> None:
+        """Add to the history, redacted: what the LLM is sent never holds a known secret."""
+        self.messages.extend(redact_message(m, self.redactor) for m in messages)
+
     def _restore(self, resume: Resumed) -> None:
         self.messages = list(resume.messages)
-        self._sent_upto = resume.sent
+        self._sent_upto = len(self.messages)
         self.step = resume.step
-        self._pending = resume
+        if resume.result is not None and resume.reply is not None:
+            # The last step finished but its result never reached the LLM: add it now.
+            turn = self.protocol.parse(resume.reply)
+            self._keep(self.protocol.assistant_message(turn, resume.command))
+            self._keep(self.protocol.result_message(turn, resume.result))
+            self.step += 1
+        else:
+            self._pending = resume
         self.emit(Notice(message=resume.describe()))
 
     async def _start(self) -> None:
@@ -211,14 +233,13 @@ class Session:
             knowledge_text = neutralise(self.redactor(knowledge.text))
             self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge_text))
         self.step = 1
-        system = self.prompts.system(self.skill.name, self.skill.body, knowledge_text)
+        self._knowledge = knowledge_text
+        system = self.protocol.system_prompt(self.skill.name, self.skill.body, knowledge_text)
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
-        self.messages = [
-            Message(role="system", content=self.redactor(system)),
-            Message(role="user", content=self.redactor(first)),
-        ]
+        self.messages = []
+        self._keep(Message(role="system", content=system), Message(role="user", content=first))
 
     async def _loop(self) -> RunFinished:
         format_errors = 0
@@ -226,15 +247,15 @@ class Session:
             self.state = "idle"
             pending, self._pending = self._pending, None
             if pending is not None and pending.reply is not None:
-                reply = Reply(text=pending.reply)
+                reply = pending.reply  # resumed: act on the recorded reply first
             else:
                 reply = await self._complete()
             rerun = pending is not None and pending.rerun
             step = self.step
-            try:
-                parsed: Parsed | None = parse_reply(reply.text)
-            except NoDirective:
-                parsed = None
+            turn = self.protocol.parse(reply)
+            parsed = turn.parsed
+            if turn.problem and parsed is not None:
+                self.emit(Notice(message=f"step {step}: {turn.problem}"))
             if parsed is None or parsed.inferred:
                 format_errors += 1
                 self.emit(FormatError(step=step, reply=reply.text, count=format_errors))
@@ -245,14 +266,14 @@ class Session:
                         f"{_preview(reply.text)!r}; try a larger model or a lower temperature"
                     )
                 if parsed is None or self.options.non_interactive:
-                    self._add("assistant", reply.text.strip() or "(empty reply)")
                     self._next_step()
-                    self._add(
-                        "user", self.prompts.format_correction(self.step, self.options.max_steps)
-                    )
+                    self._keep(*self.protocol.correction(turn, self.step, self.options.max_steps))
                     continue
             else:
                 format_errors = 0
+            if parsed.action is not None:
+                parsed = replace(parsed, text=await self._app_command(parsed))
+                turn = replace(turn, parsed=parsed)
             self.emit(
                 Directive(
                     step=step,
@@ -260,25 +281,32 @@ class Session:
                     text=parsed.text,
                     required=parsed.required,
                     inferred=parsed.inferred,
+                    said=turn.said,
+                    action=parsed.action,
                 )
             )
-            self._add("assistant", parsed.canonical)
+            self._keep(self.protocol.assistant_message(turn))
             if parsed.kind == "done":
                 self.state = "done"
                 return self._finish("done", parsed.text, EXIT_DONE)
             self._next_step()
             if parsed.kind == "cmd":
                 self.state = "waiting_cmd"
-                content = await self._command(parsed, step, rerun=rerun)
+                content = await self._command(turn, step, rerun=rerun)
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
             else:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
-            self._add("user", content)
+            self._keep(self.protocol.result_message(turn, content))
 
-    def _add(self, role: Literal["assistant", "user"], content: str) -> None:
-        self.messages.append(Message(role=role, content=self.redactor(content)))
+    async def _app_command(self, parsed: Parsed) -> str:
+        """The OS command an envelope action (seed 000) becomes on this host."""
+        if self._os is None:
+            probe = await self.runner.run("uname -s", timeout=self.options.knowledge_timeout)
+            self._os = probe.output.text().strip() or "Linux"
+        assert parsed.action is not None
+        return app_command(parsed.action, parsed.args, self._os)
 
     def _next_step(self) -> None:
         if self.step + 1 > self.options.max_steps:
@@ -302,8 +330,18 @@ class Session:
         while True:
             started = time.monotonic()
             try:
-                reply = await self.provider.complete(sent, on_retry=on_retry)
+                reply = await self.protocol.complete(sent, step=step, on_retry=on_retry)
                 break
+            except ProtocolSwitched:
+                # auto fell back to tags: the system prompt changes with the protocol.
+                system = self.protocol.system_prompt(
+                    self.skill.name, self.skill.body, self._knowledge
+                )
+                self.messages[0] = Message(role="system", content=self.redactor(system))
+                sent = history.view(
+                    self.messages, self.options.history_mode, self.options.history_max
+                )
+                continue
             except LLMError as e:
                 if not await self.operator.retry(e):
                     raise
@@ -315,11 +353,14 @@ class Session:
                 duration_s=time.monotonic() - started,
                 finish_reason=reply.finish_reason,
                 usage=reply.usage,
+                tool_calls=reply.tool_calls,
             )
         )
         return reply
 
-    async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
+    async def _command(self, turn: Turn, step: int, *, rerun: bool = False) -> str:
+        parsed = turn.parsed
+        assert parsed is not None
         decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
         command = decision.command
         self._decided(step, parsed.text, decision)
@@ -331,9 +372,8 @@ class Session:
             return self.prompts.skipped(self.step, self.options.max_steps)
         if command != parsed.text:
             # The LLM sees the command that really ran as its own proposal.
-            self.messages[-1] = Message(
-                role="assistant", content=self.redactor(canonical("cmd", command))
-            )
+            self.messages.pop()
+            self._keep(self.protocol.assistant_message(turn, command))
         prepared = await self.sudo.prepare(command)
         if prepared.declined:
             return self.prompts["SKILL_SUDO_DECLINED"].format(

@@ -57,6 +57,7 @@ class RunRequest:
     resume: Path | None = None
     replay: str | None = None
     replay_tolerant: bool = False
+    protocol: str | None = None
 
 
 def resolve_policy(request: RunRequest, settings: Settings, host: str) -> tuple[Policy, str]:
@@ -249,6 +250,11 @@ class RunFrontend:
         else:
             provider = make_provider(settings)
         started = resume.started if resume else None
+        recorded_protocol = None
+        if started is not None:
+            recorded_protocol = started.protocol
+        elif replay is not None:
+            recorded_protocol = replay[0].started.protocol
         options = SessionOptions(
             max_steps=req.max_steps or (started.max_steps if started else settings.max_steps),
             command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
@@ -259,6 +265,9 @@ class RunFrontend:
             non_interactive=req.non_interactive,
             policy=policy,
             allow_dangerous=req.allow_dangerous,
+            # --protocol > the recorded run's (resume, replay) > the skill's frontmatter > the
+            # config file > tags.
+            protocol=req.protocol or recorded_protocol or skill.protocol or settings.protocol,
         )
         session = Session(
             skill,
