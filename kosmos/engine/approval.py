@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kosmos.engine.operator import Approval, CommandProposal, Operator
+from kosmos.events import CommandDecision
 from kosmos.prompts import Prompts
 from kosmos.safety import Verdict, assess
 
@@ -47,6 +48,17 @@ class Decision:
     @property
     def runs(self) -> bool:
         return self.action in ("run", "edit")
+
+    def event(self, step: int, proposed: str) -> CommandDecision:
+        return CommandDecision(
+            step=step,
+            decision=self.action,
+            command=self.command,
+            proposed=proposed,
+            by=self.by,
+            risk=self.risk,
+            reason=self.reason,
+        )
 
 
 class ApprovalGate:

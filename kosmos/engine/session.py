@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from kosmos.clean import cap, clean
 from kosmos.engine import history
-from kosmos.engine.approval import ApprovalGate, Decision, Policy
+from kosmos.engine.approval import ApprovalGate, Policy
 from kosmos.engine.envelope import app_command
 from kosmos.engine.guard import LineRedactor, neutralise, redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
+from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES, omitted_bytes, output_for_llm
 from kosmos.engine.parser import Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
 from kosmos.engine.resume import Resumed
@@ -31,7 +31,6 @@ from kosmos.errors import (
 )
 from kosmos.events import (
     Answer,
-    CommandDecision,
     CommandFinished,
     CommandOutput,
     CommandStarted,
@@ -55,9 +54,7 @@ from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
-# What goes to the LLM of one command's output.
-LLM_MAX_BYTES = 10 * 1024
-LLM_MAX_LINES = 256
+__all__ = ["LLM_MAX_BYTES", "LLM_MAX_LINES", "Session", "SessionOptions"]
 
 State = Literal["idle", "waiting_cmd", "waiting_user", "done"]
 
@@ -363,7 +360,7 @@ class Session:
         assert parsed is not None
         decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
         command = decision.command
-        self._decided(step, parsed.text, decision)
+        self.emit(decision.event(step, parsed.text))
         if decision.action == "refused":
             return self.prompts["SKILL_COMMAND_REFUSED"].format(
                 reason=decision.reason, step=self.step, max_steps=self.options.max_steps
@@ -406,7 +403,7 @@ class Session:
         note = self._sudo_note(prepared.with_password, result.output.text())
         if note:
             for_llm = f"{for_llm}\n{note}"
-        kept = result.output.text(marker=self._omitted_bytes)
+        kept = result.output.text(marker=omitted_bytes)
         self.emit(
             CommandFinished(
                 step=step,
@@ -424,19 +421,6 @@ class Session:
         )
         return self.prompts.command_output(for_llm, self.step, self.options.max_steps)
 
-    def _decided(self, step: int, proposed: str, decision: Decision) -> None:
-        self.emit(
-            CommandDecision(
-                step=step,
-                decision=decision.action,
-                command=decision.command,
-                proposed=proposed,
-                by=decision.by,
-                risk=decision.risk,
-                reason=decision.reason,
-            )
-        )
-
     def _sudo_note(self, with_password: bool, output: str) -> str | None:
         """One line for the LLM when sudo refused the password or needs one nobody can give."""
         if with_password and self.sudo.rejected(output):
@@ -446,33 +430,8 @@ class Session:
             return self.prompts["SKILL_SUDO_PASSWORD_NEEDED"]
         return None
 
-    @staticmethod
-    def _omitted_bytes(count: int) -> str:
-        return f"[... {count} bytes of output not kept ...]"
-
     def output_for_llm(self, result: CommandResult) -> str:
-        """Cleaned, capped output plus one status line when the command did not simply succeed."""
-        p = self.prompts
-        status = ""
-        if result.timed_out:
-            status = p["SKILL_TIMED_OUT"].format(timeout=f"{self.options.command_timeout:g}")
-        elif result.cancelled:
-            status = p["SKILL_STOPPED"].format(elapsed=f"{result.duration_s:.1f}")
-        elif result.connection_lost:
-            status = p["SKILL_CONNECTION_LOST"]
-        elif result.exit_code not in (0, None):
-            status = p["SKILL_EXIT_CODE"].format(exit_code=result.exit_code)
-        # Output is data: lines that read as directives are escaped before the LLM sees them.
-        text = neutralise(clean(result.output.data(marker=self._omitted_bytes)))
-        text = text or p["SKILL_NO_OUTPUT"]
-        reserve_bytes = len(status.encode()) + 1 if status else 0
-        text, _ = cap(
-            text,
-            max_bytes=LLM_MAX_BYTES - reserve_bytes,
-            max_lines=LLM_MAX_LINES - (1 if status else 0),
-            marker=lambda lines, size: p["SKILL_OUTPUT_OMITTED"].format(lines=lines, bytes=size),
-        )
-        return f"{text}\n{status}" if status else text
+        return output_for_llm(result, self.prompts, command_timeout=self.options.command_timeout)
 
     async def _ask(self, parsed: Parsed, step: int) -> str:
         answer = await self.operator.answer(
