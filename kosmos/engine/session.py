@@ -137,7 +137,11 @@ class Session:
             allow_dangerous=self.options.allow_dangerous,
         )
         self.sudo = SudoHelper(
-            runner, operator, self.redactor, non_interactive=self.options.non_interactive
+            runner,
+            operator,
+            self.redactor,
+            prompts,
+            non_interactive=self.options.non_interactive,
         )
         self._pending: Resumed | None = None
         self.replay_of: str | None = None
@@ -400,7 +404,9 @@ class Session:
             self.emit(CommandOutput(step=step, text=tail))
         self.commands_run += 1
         for_llm = self.redactor(self.output_for_llm(result))
-        note = self._sudo_note(prepared.with_password, result.output.text())
+        note = self.sudo.note(prepared, result.output.text())
+        if note == self.prompts["SKILL_SUDO_REJECTED"]:
+            self.emit(Notice(message="sudo did not accept the password; it will be asked again"))
         if note:
             for_llm = f"{for_llm}\n{note}"
         kept = result.output.text(marker=omitted_bytes)
@@ -420,15 +426,6 @@ class Session:
             )
         )
         return self.prompts.command_output(for_llm, self.step, self.options.max_steps)
-
-    def _sudo_note(self, with_password: bool, output: str) -> str | None:
-        """One line for the LLM when sudo refused the password or needs one nobody can give."""
-        if with_password and self.sudo.rejected(output):
-            self.emit(Notice(message="sudo did not accept the password; it will be asked again"))
-            return self.prompts["SKILL_SUDO_REJECTED"]
-        if self.options.non_interactive and self.sudo.needs_password(output):
-            return self.prompts["SKILL_SUDO_PASSWORD_NEEDED"]
-        return None
 
     def output_for_llm(self, result: CommandResult) -> str:
         return output_for_llm(result, self.prompts, command_timeout=self.options.command_timeout)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from kosmos.engine.operator import Operator
 from kosmos.hosts.runner import Runner
+from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 from kosmos.safety.shell import Compound, Function, Script, ShellSyntaxError, Simple, Word, parse
 
@@ -87,11 +88,18 @@ class SudoHelper:
     """Prepares commands that call sudo; holds a typed password in memory for one run."""
 
     def __init__(
-        self, runner: Runner, operator: Operator, redactor: Redactor, *, non_interactive: bool
+        self,
+        runner: Runner,
+        operator: Operator,
+        redactor: Redactor,
+        prompts: Prompts,
+        *,
+        non_interactive: bool,
     ) -> None:
         self.runner = runner
         self.operator = operator
         self.redactor = redactor
+        self.prompts = prompts
         self.non_interactive = non_interactive
         self._password: str | None = None
 
@@ -114,13 +122,12 @@ class SudoHelper:
             _VALIDATE + wrapped, stdin=(self._password + "\n").encode(), with_password=True
         )
 
-    def rejected(self, output: str) -> bool:
-        """True (and the password forgotten) when sudo refused the password just used."""
-        if REJECTED_MARK in output:
+    def note(self, prepared: Prepared, output: str) -> str | None:
+        """One line for the LLM when sudo refused the password (which is then forgotten) or
+        needs one that nobody can give."""
+        if prepared.with_password and REJECTED_MARK in output:
             self._password = None
-            return True
-        return False
-
-    @staticmethod
-    def needs_password(output: str) -> bool:
-        return bool(NEEDS_PASSWORD.search(output))
+            return self.prompts["SKILL_SUDO_REJECTED"]
+        if self.non_interactive and NEEDS_PASSWORD.search(output):
+            return self.prompts["SKILL_SUDO_PASSWORD_NEEDED"]
+        return None
