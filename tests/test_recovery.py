@@ -15,7 +15,7 @@ import pytest
 
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
-from tests.llmserver import ScriptedLLM, Status
+from tests.llmserver import ScriptedLLM, Status, call, calls
 
 
 @pytest.fixture
@@ -168,6 +168,69 @@ def test_resume_of_a_finished_run_or_a_missing_file_is_exit_2(
     assert proc.returncode == 2 and "already finished" in proc.stderr
     proc = run_cli(["run", "--resume", "nope.jsonl"], env=cli_env, cwd=project)
     assert proc.returncode == 2 and "no such transcript" in proc.stderr
+
+
+def test_resume_after_sigterm_continues_the_aborted_run(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo $$ > slow.pid; sleep 30")
+    transcript = project / "t.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kosmos", "run", "probe", "--non-interactive", "--yes"]
+        + ["--transcript", str(transcript)],
+        env=cli_env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _wait_for(project / "slow.pid", "\n")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=15)
+    assert proc.returncode == 130
+    assert read_transcript(transcript)[-1].status == "aborted"
+    # The command's process group was ended with the run.
+    with pytest.raises(ProcessLookupError):
+        os.killpg(int((project / "slow.pid").read_text()), 0)
+    llm.script("[DONE] resumed")
+    proc2 = run_cli(
+        ["run", "--resume", str(transcript), "--non-interactive"], env=cli_env, cwd=project
+    )
+    assert proc2.returncode == 0, proc2.stderr
+    assert "kosmos was interrupted while it ran" in llm.requests[-1].last_user_text
+
+
+def test_resume_and_replay_keep_the_tools_protocol(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script(
+        calls(call("run_command", id="c1", command="echo via-tools")),
+        Status(500),
+        Status(500),
+        Status(500),
+    )
+    transcript = project / "t.jsonl"
+    args = ["--non-interactive", "--yes", "--transcript", str(transcript)]
+    proc = run_cli(["run", "probe", "--protocol", "tools", *args], env=cli_env, cwd=project)
+    assert proc.returncode == 5
+    failed = llm.requests[-1].body["messages"]
+    assert failed[-1]["role"] == "tool" and failed[-1]["tool_call_id"] == "c1"
+    llm.script(calls(call("finish", id="c2", summary="ok")))
+    proc = run_cli(["run", "--resume", str(transcript), *args], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert llm.requests[-1].body["messages"] == failed
+    assert "tools" in llm.requests[-1].body
+    # The two segments replay as one run, with no LLM.
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli(
+        ["run", "probe", "--replay", str(transcript), "--non-interactive", "--json"],
+        env=offline,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[0]["protocol"] == "tools"
+    assert [x["command"] for x in lines if x["type"] == "command_started"] == ["echo via-tools"]
 
 
 # -- replay ---------------------------------------------------------------------------------
