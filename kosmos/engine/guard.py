@@ -39,13 +39,33 @@ def neutralise(text: str) -> str:
     return "\n".join(lines)
 
 
+# Fields that never carry host data or secrets: not worth a pass of the redactor.
+_PLAIN_FIELDS = frozenset({"type", "ts", "host", "run_id", "step", "kind", "status"})
+
+
 def redact_event(event: Event, redactor: Redactor) -> Event:
     """The event with every string in it redacted (the same object when nothing changed)."""
-    data = event.model_dump()
-    clean: dict[str, Any] = redactor.redact_obj(data)
-    if clean == data:
+    changed: dict[str, Any] = {}
+    for name in type(event).model_fields:
+        if name in _PLAIN_FIELDS:
+            continue
+        value = getattr(event, name)
+        if isinstance(value, str):
+            clean: Any = redactor(value)
+        elif isinstance(value, list) and value and isinstance(value[0], Message):
+            clean = [redact_message(m, redactor) for m in value]
+        elif isinstance(value, dict | list | tuple) and value:
+            plain = event.model_dump(include={name})[name]
+            clean = redactor.redact_obj(plain)
+            if clean == plain:
+                continue
+        else:
+            continue
+        if clean != value:
+            changed[name] = clean
+    if not changed:
         return event
-    return type(event).model_validate(clean)
+    return type(event).model_validate({**event.model_dump(), **changed})
 
 
 def redact_message(message: Message, redactor: Redactor) -> Message:
