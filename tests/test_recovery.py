@@ -132,6 +132,34 @@ def test_resume_after_llm_outage_sends_the_same_conversation(
     assert llm.requests[-1].messages == failed
 
 
+def test_resume_into_another_transcript_keeps_it_whole(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    first = project / "first.jsonl"
+    args = ["--non-interactive", "--yes"]
+    proc = run_cli(["run", "probe", *args, "--transcript", str(first)], env=cli_env, cwd=project)
+    assert proc.returncode == 5
+    second = project / "second.jsonl"
+    llm.script("[CMD] echo two", Status(500), Status(500), Status(500))
+    proc = run_cli(
+        ["run", "--resume", str(first), *args, "--transcript", str(second)],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 5
+    sent = llm.requests[-1].messages
+    # The second file alone holds the whole conversation: resuming it sends the same.
+    llm.script("[DONE] ok")
+    proc = run_cli(["run", "--resume", str(second), *args], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert llm.requests[-1].messages == sent
+    assert [m["content"] for m in sent if m["role"] == "assistant"] == [
+        "[CMD] echo one",
+        "[CMD] echo two",
+    ]
+
+
 def test_resume_at_a_question_uses_the_recorded_reply(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:

@@ -50,6 +50,9 @@ class Resumed:
     result: str | None = None
     command: str | None = None
     rerun: bool = False  # its command started and its result was lost
+    # False when the new events go to another file: its first request then carries the
+    # whole history, so that file alone can be resumed or replayed in turn.
+    same_transcript: bool = True
 
     def describe(self) -> str:
         if self.rerun:

@@ -210,7 +210,7 @@ class Session:
 
     def _restore(self, resume: Resumed) -> None:
         self.messages = list(resume.messages)
-        self._sent_upto = len(self.messages)
+        self._sent_upto = len(self.messages) if resume.same_transcript else 0
         self.step = resume.step
         if resume.result is not None and resume.reply is not None:
             # The last step finished but its result never reached the LLM: add it now.

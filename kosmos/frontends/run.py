@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 import uuid
@@ -238,6 +239,9 @@ class RunFrontend:
             or req.resume
             or default_path(settings.transcript_dir, skill.name, run_id)
         )
+        if resume is not None and req.resume is not None:
+            same = path.resolve() == req.resume.resolve()
+            resume = dataclasses.replace(resume, same_transcript=same)
         transcript = Transcript(path)
         policy, policy_from = resolve_policy(req, settings, runner.name)
         operator = self._operator()
