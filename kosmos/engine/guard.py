@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic import BaseModel, TypeAdapter
+
 from kosmos.engine.parser import _TAG_RE
 from kosmos.events import Event, Message
 from kosmos.safety import Redactor
@@ -43,6 +45,14 @@ def neutralise(text: str) -> str:
 _PLAIN_FIELDS = frozenset({"type", "ts", "host", "run_id", "step", "kind", "status"})
 
 
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
 def redact_event(event: Event, redactor: Redactor) -> Event:
     """The event with every string in it redacted (the same object when nothing changed)."""
     changed: dict[str, Any] = {}
@@ -52,20 +62,23 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
         value = getattr(event, name)
         if isinstance(value, str):
             clean: Any = redactor(value)
-        elif isinstance(value, list) and value and isinstance(value[0], Message):
+        elif isinstance(value, list) and value and all(isinstance(m, Message) for m in value):
             clean = [redact_message(m, redactor) for m in value]
-        elif isinstance(value, dict | list | tuple) and value:
-            plain = event.model_dump(include={name})[name]
-            clean = redactor.redact_obj(plain)
-            if clean == plain:
+        elif isinstance(value, dict | list | tuple) and value and _plain(value):
+            clean = redactor.redact_obj(value)
+        elif isinstance(value, dict | list | tuple | BaseModel) and value:
+            # Nested models (tool calls, schemas): redact their plain form, rebuild the field.
+            plain = event.model_dump(include={name}, by_alias=False).get(name, value)
+            redacted = redactor.redact_obj(plain)
+            if redacted == plain:
                 continue
+            field = type(event).model_fields[name]
+            clean = TypeAdapter(field.annotation).validate_python(redacted)
         else:
             continue
         if clean != value:
             changed[name] = clean
-    if not changed:
-        return event
-    return type(event).model_validate({**event.model_dump(), **changed})
+    return event.model_copy(update=changed) if changed else event
 
 
 def redact_message(message: Message, redactor: Redactor) -> Message:
