@@ -39,6 +39,8 @@ class ScriptOperator:
     proposals: list[CommandProposal] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
     errors: list[KosmosError] = field(default_factory=list)
+    secrets: list[str | None] = field(default_factory=list)
+    secret_prompts: list[str] = field(default_factory=list)
 
     async def approve(self, proposal: CommandProposal) -> Approval:
         self.proposals.append(proposal)
@@ -51,6 +53,10 @@ class ScriptOperator:
     async def retry(self, error: KosmosError) -> bool:
         self.errors.append(error)
         return self.retries.pop(0) if self.retries else False
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        self.secret_prompts.append(prompt)
+        return self.secrets.pop(0) if self.secrets else None
 
 
 @dataclass

@@ -355,7 +355,11 @@ def test_plain_pip_install_runs_a_bundled_skill(
 ) -> None:
     """A non-editable install into a fresh venv ships prompts.json and the bundled skills."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # The dependencies (and hatchling, to build) come from the venv running the tests.
+    site = next(venv.glob("lib/python*/site-packages"))
+    outer = [p for p in sys.path if p.endswith("site-packages")]
+    (site / "outer.pth").write_text("\n".join(outer) + "\n")
     pip = subprocess.run(
         [str(venv / "bin/pip"), "install", "-q", "--no-deps", "--no-build-isolation", str(ROOT)],
         capture_output=True,

@@ -10,18 +10,27 @@ from kosmos.errors import KosmosError
 
 @dataclass(frozen=True)
 class CommandProposal:
-    """A command the LLM wants to run. `inferred`: the reply had no tag; a person must approve."""
+    """A command the LLM wants to run. `inferred`: the reply had no tag; a person must approve.
+
+    `risk` is the safety policy's verdict: a `dangerous` command is approved only when the
+    person types the host's name (`host`), whatever else the front end offers.
+    """
 
     step: int
     command: str
     host: str
     inferred: bool = False
+    risk: Literal["read_only", "write", "dangerous"] = "write"
+    reason: str = ""
 
 
 @dataclass(frozen=True)
 class Approval:
+    """The decision. `auto_read_only`: also run read-only commands unasked from now on."""
+
     action: Literal["run", "skip", "edit"]
     command: str | None = None
+    auto_read_only: bool = False
 
     @classmethod
     def run(cls) -> Approval:
@@ -56,4 +65,8 @@ class Operator(Protocol):
 
     async def retry(self, error: KosmosError) -> bool:
         """An LLM or host error happened mid-run: True re-sends the same request."""
+        ...
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        """A secret typed masked (a sudo password); None when there is no one to ask."""
         ...

@@ -84,7 +84,7 @@ class Console:
 
     # -- reading -----------------------------------------------------------------------
 
-    async def ask(self, prompt: str, *, prefill: str | None = None) -> str:
+    async def ask(self, prompt: str, *, prefill: str | None = None, secret: bool = False) -> str:
         """One line from the operator, read in a daemon thread so Ctrl-C can still end the run."""
         self.stop_spinner()
         loop = asyncio.get_running_loop()
@@ -100,7 +100,9 @@ class Console:
 
         def read() -> None:
             try:
-                value: str | BaseException = self._read_line(prompt, prefill)
+                value: str | BaseException = (
+                    self._read_secret(prompt) if secret else self._read_line(prompt, prefill)
+                )
             except EOFError:
                 value = EndOfInput("standard input closed")
             except BaseException as e:  # noqa: BLE001 - handed to the waiting task
@@ -111,14 +113,33 @@ class Console:
         threading.Thread(target=read, daemon=True, name="kosmos-input").start()
         return await future
 
-    def _read_line(self, prompt: str, prefill: str | None) -> str:
-        interactive = (
+    async def ask_secret(self, prompt: str) -> str:
+        """A line typed without echo (a password); never kept by the console."""
+        return await self.ask(prompt, secret=True)
+
+    def _interactive(self) -> bool:
+        return (
             self.stdin is sys.stdin
             and sys.stdin.isatty()
             and self.out is sys.stdout
             and sys.stdout.isatty()
         )
-        if interactive:
+
+    def _read_secret(self, prompt: str) -> str:
+        if self.stdin is sys.stdin and sys.stdin.isatty():
+            import getpass
+
+            return getpass.getpass(prompt, stream=self.err)
+        self.err.write(prompt)
+        self.err.flush()
+        line = self.stdin.readline()
+        if not line:
+            raise EOFError
+        self.err.write("\n")
+        return line.rstrip("\r\n")
+
+    def _read_line(self, prompt: str, prefill: str | None) -> str:
+        if self._interactive():
             try:
                 import readline
             except ImportError:  # pragma: no cover - platforms without readline

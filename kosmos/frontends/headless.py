@@ -38,3 +38,6 @@ class HeadlessOperator:
 
     async def retry(self, error: KosmosError) -> bool:
         return False
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        return None

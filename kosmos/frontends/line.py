@@ -62,3 +62,9 @@ class LineOperator:
             self.c.say("", stream=self.c.err)
             return False
         return reply in ("", "y", "yes")
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        try:
+            return await self.c.ask_secret(prompt)
+        except EndOfInput:
+            return None
