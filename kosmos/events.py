@@ -136,6 +136,8 @@ class StructuredExchange(Event):
     step: int | None = None
     context: list[Message]
     schema_: dict[str, Any] = Field(alias="schema")
+    name: str = "response"
+    llm: dict[str, Any] = {}  # settings a content handler changed (temperature, max_tokens)
     strategy: Literal["json_schema", "tool", "json_mode"]
     solution: dict[str, Any] | None = None
     repaired: bool = False
