@@ -140,3 +140,13 @@ def test_line_mode_dialogue_falls_back_to_the_prompt_on_a_400(
     assert proc.returncode == 0, proc.stderr
     assert "does not take tool calls; asking plainly" in proc.stderr
     assert "- target: disk" in llm.requests[-1].messages[1]["content"]
+
+
+def test_line_mode_dialogue_with_a_model_that_ignores_tools_asks_plainly(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("Hello!", "What target?", "Tell me the target.", "[DONE] ok")
+    proc = run_cli(["run", "probe"], env=cli_env, cwd=project, stdin="disk\ndisk\ndisk\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "asking plainly (3 replies in a row without a tool call)" in proc.stderr
+    assert "- target: disk" in llm.requests[-1].messages[1]["content"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kosmos.config import Settings
-from kosmos.engine.params_dialog import DialogReply, DialogState, ParamCollector
+from kosmos.engine.params_dialog import DialogReply, DialogStalled, DialogState, ParamCollector
 from kosmos.errors import InputNeeded
 from kosmos.events import Event, ParamsUpdate
 from kosmos.llm.factory import make_provider
@@ -222,3 +222,11 @@ async def test_gemini_dialogue_multi_part_and_function_responses(llm: ScriptedLL
     assert user_turn["parts"][1] == {"text": "yes"}  # one user turn: result, then the typed text
     assert [u[0] for u in updates(events)].count("premature_confirm") == 1
     assert json.loads(json.dumps(values)) == values
+
+
+async def test_a_model_that_never_calls_the_tools_stalls_the_dialogue(llm: ScriptedLLM) -> None:
+    llm.script("Which service?", "Which service, please?", "I need a service.")
+    dialog = ScriptDialog([typed("nginx"), typed("nginx!")])
+    with pytest.raises(DialogStalled, match="3 replies in a row without a tool call"):
+        await collect(llm, dialog)
+    assert len(dialog.shown) == 2

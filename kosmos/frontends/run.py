@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
-from kosmos.engine.params_dialog import ParamCollector
+from kosmos.engine.params_dialog import DialogStalled, ParamCollector
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
 from kosmos.events import Event, Notice, RunFinished, RunStarted
@@ -180,8 +180,8 @@ class RunFrontend:
         )
         try:
             return {**given, **await collector.collect()}
-        except CapabilityRejected as e:
-            if e.capability != "tools":
+        except (CapabilityRejected, DialogStalled) as e:
+            if isinstance(e, CapabilityRejected) and e.capability != "tools":
                 raise
             notice = Notice(message=f"the LLM does not take tool calls; asking plainly ({e})")
             self._early.append(notice)
