@@ -220,6 +220,8 @@ async def test_gemini_dialogue_multi_part_and_function_responses(llm: ScriptedLL
     }
     assert user_turn["parts"][0]["functionResponse"]["name"] == "update_params"
     assert user_turn["parts"][1] == {"text": "yes"}  # one user turn: result, then the typed text
+    declared = body["tools"][0]["function_declarations"]
+    assert declared[1] == {"name": "confirm_and_run", "description": PROMPTS["PARAMS_CONFIRM_TOOL"]}
     assert [u[0] for u in updates(events)].count("premature_confirm") == 1
     assert json.loads(json.dumps(values)) == values
 
