@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kosmos.engine.operator import Approval
-from kosmos.engine.protocols import STEP_TOOLS
+from kosmos.engine.protocols import STEP_TOOLS, StepAction
 from kosmos.engine.session import SessionOptions
 from kosmos.events import (
     CapabilityFallback,
@@ -348,3 +350,17 @@ async def test_gemini_json_protocol_uses_its_response_schema(
         "message",
         "done",
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"action": "CMD", "text": "ls"}, ("cmd", "ls")),
+        ({"action": "[ASK:optional]", "text": "Tag?"}, ("ask_optional", "Tag?")),
+        ({"action": "cmd", "command": "df -h"}, ("cmd", "df -h")),
+        ({"action": "done", "summary": "ok"}, ("done", "ok")),
+    ],
+)
+def test_step_actions_tolerate_what_small_models_write(raw: dict, expected: tuple) -> None:
+    value = StepAction.model_validate(raw)
+    assert (value.action, value.text) == expected
