@@ -128,7 +128,12 @@ def test_line_mode_collects_a_missing_param_by_dialogue(
     events = read_transcript(transcript)
     assert events[0].type == "run_started" and events[0].params == {"target": "memory"}
     kinds = [e.kind for e in events if e.type == "params_update"]
-    assert kinds == ["update", "confirm"]
+    assert kinds == ["turn", "update", "turn", "confirm"]
+    # What the operator typed is in the transcript.
+    assert [e.typed for e in events if e.type == "params_update" and e.kind == "turn"] == [
+        "memory please",
+        None,
+    ]
 
 
 def test_line_mode_dialogue_falls_back_to_the_prompt_on_a_400(

@@ -55,7 +55,11 @@ async def collect(llm: ScriptedLLM, dialog: ScriptDialog, provider: str = "opena
 
 
 def updates(events: list[Event]) -> list[tuple[str, dict, dict]]:
-    return [(e.kind, e.values, e.problems) for e in events if isinstance(e, ParamsUpdate)]
+    return [
+        (e.kind, e.values, e.problems)
+        for e in events
+        if isinstance(e, ParamsUpdate) and e.kind != "turn"
+    ]
 
 
 async def test_one_param_at_a_time_then_the_button(llm: ScriptedLLM) -> None:
@@ -72,6 +76,12 @@ async def test_one_param_at_a_time_then_the_button(llm: ScriptedLLM) -> None:
     assert values == {"service": "nginx", "port": "443", "mode": "fast"}
     assert [s.missing for _, s in dialog.shown] == [["service", "port"], ["port"], []]
     assert dialog.shown[-1][1].complete
+    turns = [(e.said, e.typed) for e in events if isinstance(e, ParamsUpdate) and e.kind == "turn"]
+    assert turns == [
+        ("Which service should I check?", "nginx"),
+        ("nginx. Which port?", "443"),
+        ("– **service:** nginx\n– **port:** 443\n– **mode:** fast", None),
+    ]
     assert updates(events) == [
         ("update", {"service": "nginx"}, {}),
         ("update", {"port": "443"}, {}),

@@ -217,6 +217,7 @@ class ParamCollector:
             text = reply.text.strip()
             while True:
                 answer = await self.dialog.turn(text, self.state())
+                self.emit(ParamsUpdate(kind="turn", said=text, typed=answer.text))
                 if answer.confirmed:
                     if not self.missing:
                         return self._done()
