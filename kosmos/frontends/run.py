@@ -13,19 +13,17 @@ from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
-from kosmos.engine.params_dialog import DialogStalled, ParamCollector
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-from kosmos.events import Event, Notice, RunFinished, RunStarted
+from kosmos.events import Event, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator
-from kosmos.frontends.params_line import LineParamDialog
+from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
-from kosmos.llm.provider import CapabilityRejected
 from kosmos.prompts import Prompts
 from kosmos.skills.discovery import SkillLibrary
 from kosmos.skills.model import Param, Skill
@@ -150,47 +148,14 @@ class RunFrontend:
             skill = await find_skill(library, req.skill, runner, settings)
             ask = None if req.non_interactive else ask_param_in_terminal(self.console)
             given = parse_param_flags(req.params)
-            if self._dialogue_wanted(skill, given):
-                given = await self._dialogue(skill, given, prompts)
+            if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
+                given = await collect_in_dialogue(
+                    skill, given, settings, prompts, self.console, emit=self._early.append
+                )
             params = resolve_params(skill, given, ask=ask)
             return await self._run_session(skill, params, runner, prompts)
         finally:
             await runner.close()
-
-    def _dialogue_wanted(self, skill: Skill, given: dict[str, str]) -> bool:
-        """seed 003: missing required params, a person at the terminal, a tool-calling LLM."""
-        if self.request.non_interactive or not self.settings.capabilities()["tools"]:
-            return False
-        if any(skill.param(name) is None for name in given):
-            return False  # resolve_params names the unknown param
-        return any(p.required and not (given.get(p.name) or p.default) for p in skill.params)
-
-    async def _dialogue(
-        self, skill: Skill, given: dict[str, str], prompts: Prompts
-    ) -> dict[str, str]:
-        """The params collected by dialogue; a server without tool calls gets the plain prompts."""
-        provider = make_provider(self.settings)
-        collector = ParamCollector(
-            skill,
-            provider,
-            prompts,
-            LineParamDialog(self.console),
-            emit=self._early.append,
-            given=given,
-        )
-        try:
-            return {**given, **await collector.collect()}
-        except (CapabilityRejected, DialogStalled) as e:
-            if isinstance(e, CapabilityRejected) and e.capability != "tools":
-                raise
-            notice = Notice(message=f"the LLM does not take tool calls; asking plainly ({e})")
-            self._early.append(notice)
-            self.console.say(
-                self.console.style(f"  ! {notice.message}", "33"), stream=self.console.err
-            )
-            return given
-        finally:
-            await provider.aclose()
 
     async def _run_session(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
