@@ -163,6 +163,12 @@ class GeminiProvider:
         try:
             data = await self.http.post(self.url(), body, self._headers(), on_retry=on_retry)
         except BadRequest as e:
+            if "api key" in e.detail.lower():
+                # Google answers a missing or wrong key with HTTP 400, not 401.
+                raise LLMError(
+                    f"the LLM at {self.base_url} refused the API key (HTTP 400: {e.detail}); "
+                    f"{self.http.key_hint}"
+                ) from e
             capability = rejected_capability(
                 e.detail, tools=bool(tools), response_format=response_format
             )
