@@ -6,6 +6,7 @@ Runs as root (as CI does). The test user's password field is `*`: an account fre
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -93,10 +94,8 @@ class Sshd:
         ]
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
 
 
 def _ensure_user(name: str, home: Path) -> None:

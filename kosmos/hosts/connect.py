@@ -31,6 +31,17 @@ PASSPHRASE_TRIES = 3
 MAX_JUMPS = 8
 
 
+class ConnectFailed(HostError):
+    """A connection that could not be made; `reason` sorts it for tables such as `kosmos hosts`.
+
+    reason: auth, refused, timeout, dns, not_ssh, host_key, closed or other.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class _Client(asyncssh.SSHClient):
     """Remembers a host key that known_hosts does not trust, and notices a lost connection."""
 
@@ -273,7 +284,7 @@ class Connector:
             raise HostKeyUnknown(host, port, key, declined=True)
         self.known_hosts.add(host, port, key)
 
-    def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> HostError:
+    def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> ConnectFailed:
         """One line naming the host, what went wrong and what to check."""
         host, port, user = self._where(hop)
         name = f"jump host {hop.label}" if via_jump else hop.label
@@ -282,45 +293,58 @@ class Connector:
         if isinstance(e, asyncssh.PermissionDenied):
             if self.locked_keys:
                 locked = ", ".join(str(p) for p in self.locked_keys)
-                return HostError(
+                return ConnectFailed(
                     f"{name}: authentication failed: key {locked} is encrypted and no ssh-agent "
                     f"holds it; run `ssh-add {self.locked_keys[0]}` first, or run kosmos in a "
-                    "terminal to type its passphrase"
+                    "terminal to type its passphrase",
+                    "auth",
                 )
-            return HostError(
+            return ConnectFailed(
                 f"{name}: authentication failed for user {user} at {at}; check the key "
-                f"(ssh-add -l, IdentityFile in ~/.ssh/config) or try: ssh -v {hop.label}"
+                f"(ssh-add -l, IdentityFile in ~/.ssh/config) or try: ssh -v {hop.label}",
+                "auth",
             )
         if isinstance(e, asyncssh.HostKeyNotVerifiable):
-            return HostError(f"{name}: host key not accepted ({text}); nothing was run")
+            return ConnectFailed(
+                f"{name}: host key not accepted ({text}); nothing was run", "host_key"
+            )
         if isinstance(e, TimeoutError):
-            return HostError(
+            return ConnectFailed(
                 f"{name}: no answer from {at} within {self.connect_timeout:g} s; check the "
-                "address and firewall, or raise connect_timeout in the config"
+                "address and firewall, or raise connect_timeout in the config",
+                "timeout",
             )
         if isinstance(e, socket.gaierror):
-            return HostError(
+            return ConnectFailed(
                 f"{name}: cannot resolve host name {host!r}; check the name or its HostName "
-                "in ~/.ssh/config"
+                "in ~/.ssh/config",
+                "dns",
             )
         if isinstance(e, ConnectionRefusedError) or "refused" in text.lower():
-            return HostError(
+            return ConnectFailed(
                 f"{name}: connection refused at {at}; is sshd running there, and is {port} "
-                "its port?"
+                "its port?",
+                "refused",
             )
         if isinstance(e, asyncssh.ProtocolNotSupported | asyncssh.ProtocolError) or (
             isinstance(e, asyncssh.ConnectionLost | asyncssh.KeyExchangeFailed) and not via_jump
         ):
-            return HostError(f"{name}: {at} does not speak SSH ({text}); check the port")
+            return ConnectFailed(
+                f"{name}: {at} does not speak SSH ({text}); check the port", "not_ssh"
+            )
         if isinstance(e, asyncssh.KeyImportError):
-            return HostError(
-                f"{name}: cannot use a key: {text}; check IdentityFile in ~/.ssh/config"
+            return ConnectFailed(
+                f"{name}: cannot use a key: {text}; check IdentityFile in ~/.ssh/config", "auth"
             )
         if isinstance(e, asyncssh.DisconnectError):
-            return HostError(f"{name}: the server at {at} closed the connection: {text}")
+            return ConnectFailed(
+                f"{name}: the server at {at} closed the connection: {text}", "closed"
+            )
         if isinstance(e, ValueError):
-            return HostError(f"{name}: bad SSH settings: {text}; check ~/.ssh/config")
-        return HostError(f"{name}: cannot connect to {at}: {text}; try: ssh -v {hop.label}")
+            return ConnectFailed(f"{name}: bad SSH settings: {text}; check ~/.ssh/config", "other")
+        return ConnectFailed(
+            f"{name}: cannot connect to {at}: {text}; try: ssh -v {hop.label}", "other"
+        )
 
 
 def _needs_passphrase(path: Path) -> bool:
