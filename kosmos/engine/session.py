@@ -12,7 +12,7 @@ from typing import Literal
 
 from kosmos.engine import history
 from kosmos.engine.approval import ApprovalGate, Policy
-from kosmos.engine.envelope import app_command
+from kosmos.engine.envelope import app_command, target_os
 from kosmos.engine.guard import LineRedactor, neutralise, redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES, omitted_bytes, output_for_llm
@@ -123,6 +123,7 @@ class Session:
         self._started = 0.0
         self._knowledge: str | None = None
         self._os: str | None = None
+        self._turn = Turn(Reply(), None)  # the reply being acted on
         self.protocol = protocol or make_protocol(
             self.options.protocol, provider, prompts, emit=self.emit
         )
@@ -235,12 +236,11 @@ class Session:
             self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge_text))
         self.step = 1
         self._knowledge = knowledge_text
-        system = self.protocol.system_prompt(self.skill.name, self.skill.body, knowledge_text)
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
         self.messages = []
-        self._keep(Message(role="system", content=system), Message(role="user", content=first))
+        self._keep(self._system(), Message(role="user", content=first))
 
     async def _loop(self) -> RunFinished:
         format_errors = 0
@@ -286,6 +286,7 @@ class Session:
                     action=parsed.action,
                 )
             )
+            self._turn = turn
             self._keep(self.protocol.assistant_message(turn))
             if parsed.kind == "done":
                 self.state = "done"
@@ -293,7 +294,7 @@ class Session:
             self._next_step()
             if parsed.kind == "cmd":
                 self.state = "waiting_cmd"
-                content = await self._command(turn, step, rerun=rerun)
+                content = await self._command(parsed, step, rerun=rerun)
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
@@ -301,13 +302,15 @@ class Session:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
             self._keep(self.protocol.result_message(turn, content))
 
+    def _system(self) -> Message:
+        text = self.protocol.system_prompt(self.skill.name, self.skill.body, self._knowledge)
+        return Message(role="system", content=self.redactor(text))
+
     async def _app_command(self, parsed: Parsed) -> str:
         """The OS command an envelope action (seed 000) becomes on this host."""
         if self._os is None:
-            probe = await self.runner.run("uname -s", timeout=self.options.knowledge_timeout)
-            self._os = probe.output.text().strip() or "Linux"
-        assert parsed.action is not None
-        return app_command(parsed.action, parsed.args, self._os)
+            self._os = await target_os(self.runner, timeout=self.options.knowledge_timeout)
+        return app_command(parsed.action or "", parsed.args, self._os)
 
     def _next_step(self) -> None:
         if self.step + 1 > self.options.max_steps:
@@ -335,10 +338,7 @@ class Session:
                 break
             except ProtocolSwitched:
                 # auto fell back to tags: the system prompt changes with the protocol.
-                system = self.protocol.system_prompt(
-                    self.skill.name, self.skill.body, self._knowledge
-                )
-                self.messages[0] = Message(role="system", content=self.redactor(system))
+                self.messages[0] = self._system()
                 sent = history.view(
                     self.messages, self.options.history_mode, self.options.history_max
                 )
@@ -359,9 +359,7 @@ class Session:
         )
         return reply
 
-    async def _command(self, turn: Turn, step: int, *, rerun: bool = False) -> str:
-        parsed = turn.parsed
-        assert parsed is not None
+    async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
         decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
         command = decision.command
         self.emit(decision.event(step, parsed.text))
@@ -374,7 +372,7 @@ class Session:
         if command != parsed.text:
             # The LLM sees the command that really ran as its own proposal.
             self.messages.pop()
-            self._keep(self.protocol.assistant_message(turn, command))
+            self._keep(self.protocol.assistant_message(self._turn, command))
         prepared = await self.sudo.prepare(command)
         if prepared.declined:
             return self.prompts["SKILL_SUDO_DECLINED"].format(

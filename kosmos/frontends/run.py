@@ -14,24 +14,27 @@ from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.approval import Policy
+from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
 from kosmos.engine.replay import Recording, ReplayOperator, ReplayProvider
 from kosmos.engine.resume import Resumed, resume_state
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError, UsageError
-from kosmos.events import Event, Notice, RunFinished
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound, UsageError
+from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
-from kosmos.frontends.line import LineOperator
+from kosmos.frontends.line import LineOperator, LinePrompter
+from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
+from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
 from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
 from kosmos.resources import bundled_recording
 from kosmos.safety import Redactor
-from kosmos.skills.discovery import SkillLibrary
+from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote_skill
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
 from kosmos.transcript import Transcript, default_path, read_transcript
@@ -118,7 +121,24 @@ def ask_param_in_terminal(console: Console) -> Callable[[Param], str | None]:
 
 async def find_skill(library: SkillLibrary, ref: str, runner: Runner, settings: Settings) -> Skill:
     """A local skill first; then the host's own skills (seed 001: remote skills)."""
-    return library.find(ref)
+    try:
+        return library.find(ref)
+    except SkillNotFound as e:
+        if isinstance(runner, LocalRunner):
+            raise
+        timeout = settings.remote_skill_timeout
+        try:
+            skill = await find_remote_skill(runner, ref, timeout=timeout)
+        except TimeoutError:
+            raise SkillNotFound(
+                f"{e}; {runner.name} did not answer within {timeout:g} s when kosmos looked in "
+                f"{REMOTE_SKILLS_DIR}"
+            ) from None
+        if skill is None:
+            raise SkillNotFound(
+                f"{e}; {runner.name} has none in {REMOTE_SKILLS_DIR} either"
+            ) from None
+        return skill
 
 
 class RunFrontend:
@@ -140,6 +160,10 @@ class RunFrontend:
         # Every secret kosmos knows of is masked in everything it shows, stores or sends.
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
         self.redactor = Redactor([api_key] if api_key else [], env=env)
+        self.host = request.host or "local"
+        # Events from before the run started (the parameter dialogue), for the transcript.
+        self._early: list[Event] = []
+        self._emit: Callable[[Event], None] | None = None
 
     def _operator(self) -> Operator:
         # `--yes` is the `auto` policy, applied by the engine; the operator is asked only about
@@ -156,6 +180,11 @@ class RunFrontend:
         def emit(event: Event) -> None:
             # The session redacts what it emits; this catches what the front end adds.
             transcript.write(event)
+            if isinstance(event, RunStarted):
+                for early in self._early:
+                    early = redact_event(early, self.redactor)
+                    transcript.write(early.model_copy(update={"host": event.host}))
+                self._early.clear()
             renderer(event)
             if json_mode and isinstance(event, RunFinished):
                 # stdout carries the JSON; the one-line error and the transcript go to stderr.
@@ -164,6 +193,14 @@ class RunFrontend:
                 self.console.say(f"transcript: {event.transcript}", stream=self.console.err)
 
         return emit
+
+    def _notify(self, message: str) -> None:
+        """A host's news (a reconnect): into the run's events once the run has started."""
+        message = self.redactor(message)
+        if self._emit is not None:
+            self._emit(Notice(message=message, host=self.host))
+        else:
+            self.console.say(self.console.style(message, "33"), stream=self.console.err)
 
     def fail_early(self, error: KosmosError) -> int:
         """An error before the session started: one line on stderr (and a --json result line)."""
@@ -186,7 +223,9 @@ class RunFrontend:
             events = load_events(req.resume, "--resume")
             resume = resume_state(events, prompts, source=str(req.resume))
         host = req.host or (resume.started.host if resume else None) or "local"
-        runner = make_runner(host, settings)
+        self.host = host
+        prompter = None if req.non_interactive else LinePrompter(self.console)
+        runner = make_runner(host, settings, prompter=prompter, notify=self._notify)
         try:
             await runner.connect()
             if resume is not None:
@@ -200,7 +239,12 @@ class RunFrontend:
                     raise UsageError("name a skill to run, or pass --resume TRANSCRIPT")
                 skill = await find_skill(library, req.skill, runner, settings)
                 ask = None if req.non_interactive else ask_param_in_terminal(self.console)
-                params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
+                given = parse_param_flags(req.params)
+                if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
+                    given = await collect_in_dialogue(
+                        skill, given, settings, prompts, self.console, emit=self._early.append
+                    )
+                params = resolve_params(skill, given, ask=ask)
             return await self._run_session(skill, params, runner, prompts, resume)
         finally:
             await runner.close()
@@ -273,6 +317,7 @@ class RunFrontend:
             # config file > tags.
             protocol=req.protocol or recorded_protocol or skill.protocol or settings.protocol,
         )
+        self._emit = self._emitter(transcript)
         session = Session(
             skill,
             params=params,
@@ -280,7 +325,7 @@ class RunFrontend:
             provider=provider,
             operator=operator,
             prompts=prompts,
-            emit=self._emitter(transcript),
+            emit=self._emit,
             options=options,
             run_id=run_id,
             transcript=str(path),
@@ -298,6 +343,7 @@ class RunFrontend:
         try:
             result = await self._drive(session, resume)
         finally:
+            self._emit = None
             self.console.stop_spinner()
             transcript.close()
             await provider.aclose()
