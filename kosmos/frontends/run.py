@@ -13,16 +13,19 @@ from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
+from kosmos.engine.params_dialog import ParamCollector
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-from kosmos.events import Event, RunFinished
+from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator
+from kosmos.frontends.params_line import LineParamDialog
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
+from kosmos.llm.provider import CapabilityRejected
 from kosmos.prompts import Prompts
 from kosmos.skills.discovery import SkillLibrary
 from kosmos.skills.model import Param, Skill
@@ -98,6 +101,8 @@ class RunFrontend:
         else:
             self.console = Console()
         self.session: Session | None = None
+        # Events from before the run started (the parameter dialogue), for the transcript.
+        self._early: list[Event] = []
 
     def _operator(self) -> Operator:
         if self.line_mode:
@@ -111,6 +116,10 @@ class RunFrontend:
 
         def emit(event: Event) -> None:
             transcript.write(event)
+            if isinstance(event, RunStarted):
+                for early in self._early:
+                    transcript.write(early.model_copy(update={"host": event.host}))
+                self._early.clear()
             renderer(event)
             if json_mode and isinstance(event, RunFinished):
                 # stdout carries the JSON; the one-line error and the transcript go to stderr.
@@ -140,10 +149,48 @@ class RunFrontend:
             await runner.connect()
             skill = await find_skill(library, req.skill, runner, settings)
             ask = None if req.non_interactive else ask_param_in_terminal(self.console)
-            params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
+            given = parse_param_flags(req.params)
+            if self._dialogue_wanted(skill, given):
+                given = await self._dialogue(skill, given, prompts)
+            params = resolve_params(skill, given, ask=ask)
             return await self._run_session(skill, params, runner, prompts)
         finally:
             await runner.close()
+
+    def _dialogue_wanted(self, skill: Skill, given: dict[str, str]) -> bool:
+        """seed 003: missing required params, a person at the terminal, a tool-calling LLM."""
+        if self.request.non_interactive or not self.settings.capabilities()["tools"]:
+            return False
+        if any(skill.param(name) is None for name in given):
+            return False  # resolve_params names the unknown param
+        return any(p.required and not (given.get(p.name) or p.default) for p in skill.params)
+
+    async def _dialogue(
+        self, skill: Skill, given: dict[str, str], prompts: Prompts
+    ) -> dict[str, str]:
+        """The params collected by dialogue; a server without tool calls gets the plain prompts."""
+        provider = make_provider(self.settings)
+        collector = ParamCollector(
+            skill,
+            provider,
+            prompts,
+            LineParamDialog(self.console),
+            emit=self._early.append,
+            given=given,
+        )
+        try:
+            return {**given, **await collector.collect()}
+        except CapabilityRejected as e:
+            if e.capability != "tools":
+                raise
+            notice = Notice(message=f"the LLM does not take tool calls; asking plainly ({e})")
+            self._early.append(notice)
+            self.console.say(
+                self.console.style(f"  ! {notice.message}", "33"), stream=self.console.err
+            )
+            return given
+        finally:
+            await provider.aclose()
 
     async def _run_session(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts

@@ -63,6 +63,24 @@ def extract_json(text: str) -> Any:
         raise
 
 
+def lean_schema(schema: Any) -> Any:
+    """A pydantic JSON schema without the `title` pydantic adds to every node: bytes the LLM
+    does not need on every request. Properties that are named `title` stay."""
+    if isinstance(schema, list):
+        return [lean_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: lean_schema(v) for name, v in value.items()}
+        else:
+            out[key] = lean_schema(value)
+    return out
+
+
 def is_strict(schema: dict[str, Any]) -> bool:
     """Whether a schema meets OpenAI's strict mode: closed objects with every key required."""
 
@@ -211,7 +229,7 @@ class StructuredClient:
         on_retry: Callable[[int, str, float], None] | None = None,
     ) -> Solution[T]:
         """Ask the LLM for a `schema` instance; raise InvalidSolution if it cannot give one."""
-        draft = self.types.build(context, schema.model_json_schema())
+        draft = self.types.build(context, lean_schema(schema.model_json_schema()))
         name = schema.__name__
         strategy, messages, kwargs, reply = await self._call(draft, name, on_retry, step)
         value, data, error = self._solve(strategy, reply, schema)
