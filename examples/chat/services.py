@@ -93,7 +93,11 @@ def haiku(theme: str) -> dict[str, Any]:
     if re.search("[а-яё]", theme, re.IGNORECASE):
         lines = [f"{theme} на заре", "тихий ветер над рекой", f"снова {theme} спит"]
     else:
-        lines = [f"{theme} at first light", "a quiet wind on the lake", f"the {theme} sleeps on"]
+        lines = [
+            f"{theme} in the first light",
+            "a quiet wind on the lake",
+            f"and the {theme} sleeps on",
+        ]
     return {
         "haiku_text": "\n".join(lines),
         "syllables_per_line": [syllables(line) for line in lines],
@@ -113,7 +117,9 @@ class ExampleServices:
         self.requests: list[tuple[str, Any]] = []
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
