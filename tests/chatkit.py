@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from kosmos.chat.agent import ChatAgent, Kind, SkillRunner
+from kosmos.chat.agent import ChatAgent, Kind, SkillOutcome, SkillRunner
 from kosmos.chat.build import open_chat
 from kosmos.config import Settings
 from kosmos.skills.model import Skill
@@ -125,3 +125,18 @@ def relevant(value: bool = True) -> str:
 
 def select(tool: str | None, **params: Any) -> str:
     return json.dumps({"tool": tool, "params": params}, ensure_ascii=False)
+
+
+class SessionSkillRunner:
+    """A SkillRunner that drives the real session engine on this machine (tests.helpers)."""
+
+    def __init__(self, llm_url: str) -> None:
+        self.llm_url = llm_url
+        self.runs: list[tuple[str, dict[str, str]]] = []
+
+    async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
+        from tests.helpers import run_session
+
+        self.runs.append((skill.name, params))
+        run = await run_session(self.llm_url, skill, params=params)
+        return SkillOutcome(run.result.status, run.result.message)
