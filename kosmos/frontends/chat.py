@@ -53,13 +53,14 @@ class LineSkillRunner:
         self.env = env
         self.home = home
         self.prompts = Prompts.load(settings.prompts_file)
-        self._runner: Runner | None = None
+        # Built now so that a bad TARGET stops the chat at once; connected on first use.
+        self._runner = make_runner(host, settings)
+        self._connected_once = False
 
     async def _connected(self) -> Runner:
-        if self._runner is None:
-            runner = make_runner(self.host, self.settings)
-            await runner.connect()
-            self._runner = runner
+        if not self._connected_once:
+            await self._runner.connect()
+            self._connected_once = True
         return self._runner
 
     async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
@@ -75,7 +76,7 @@ class LineSkillRunner:
         return SkillOutcome(result.status, result.message, result.transcript)
 
     async def close(self) -> None:
-        if self._runner is not None:
+        if self._connected_once:
             await self._runner.close()
 
 
