@@ -195,9 +195,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
 def _provider_section(merged: dict[str, Any], provider: str) -> None:
     """Fill base_url, api_key and model from `providers.<provider>`, else that provider's defaults.
 
-    The `providers` section wins over the top-level keys of the files; environment and flags
-    are applied after this and win over both.
+    The `providers` section wins over the top-level keys of the files, which apply only to the
+    provider the files name (openai unless they say otherwise); environment and flags are
+    applied after this and win over both.
     """
+    if merged.get("provider", "openai") != provider:
+        # Top-level keys belong to the file's own provider; another one starts from its section.
+        for key in ("base_url", "api_key", "model"):
+            merged.pop(key, None)
     section = (merged.get("providers") or {}).get(provider) or {}
     if not isinstance(section, dict):
         return

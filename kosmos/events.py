@@ -136,6 +136,8 @@ class StructuredExchange(Event):
     step: int | None = None
     context: list[Message]
     schema_: dict[str, Any] = Field(alias="schema")
+    name: str = "response"
+    llm: dict[str, Any] = {}  # settings a content handler changed (temperature, max_tokens)
     strategy: Literal["json_schema", "tool", "json_mode"]
     solution: dict[str, Any] | None = None
     repaired: bool = False
@@ -220,13 +222,16 @@ class Answer(Event):
 
 
 class ParamsUpdate(Event):
-    """The parameter dialogue (seed 003) merged, rejected or confirmed parameters."""
+    """The parameter dialogue (seed 003): one turn, or parameters merged, rejected, confirmed."""
 
     type: Literal["params_update"] = "params_update"
-    kind: Literal["update", "rejected", "confirm", "premature_confirm"]
+    kind: Literal["turn", "update", "rejected", "confirm", "premature_confirm"]
     values: dict[str, str] = {}
     problems: dict[str, str] = {}
     missing: list[str] = []
+    # kind "turn": what the LLM said and what the operator typed back (None: Confirm pressed).
+    said: str = ""
+    typed: str | None = None
 
 
 class RunFinished(Event):

@@ -150,9 +150,9 @@ class ScriptedLLM:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        # A short poll interval: shutdown() waits up to one interval, at every test's teardown.
+        # A short poll interval: stop() waits for it, once per test.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
 
     # -- test API ----------------------------------------------------------------------

@@ -127,3 +127,30 @@ def test_bad_chat_config_is_a_usage_error(cli_env: dict[str, str], tmp_path: Pat
     result = run_cli(["chat"], env=cli_env, cwd=tmp_path, stdin="q\n")
     assert result.returncode == 2
     assert "chat.tools.0.base_url" in result.stderr
+
+
+def test_a_skill_runs_over_ssh(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path, remote: Any
+) -> None:
+    from tests.sshd import write_client_home
+
+    write_client_home(Path(cli_env["HOME"]), remote, alias="box")
+    skill_dir = tmp_path / ".kosmos" / "skills" / "probe"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text(SKILL, encoding="utf-8")
+    llm.script(relevant(), select("probe", unit="sshd"))
+    llm.script("[CMD] echo on-$(whoami)", "[DONE] sshd is fine")
+    llm.script(relevant(), select("probe", unit="cron"))
+    llm.script("[CMD] echo again-$(whoami)", "[DONE] cron is fine")
+    result = run_cli(
+        ["chat", "--host", "box", "--lang", "en"],
+        env=cli_env,
+        cwd=tmp_path,
+        stdin="check sshd\ny\nand cron?\ny\nq\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"on-{remote.user}" in result.stdout
+    assert f"again-{remote.user}" in result.stdout
+    assert "Skill probe finished: sshd is fine" in result.stdout
+    assert "Skill probe finished: cron is fine" in result.stdout
+    assert f"on-{remote.user}" in llm.requests[3].last_user_text

@@ -128,7 +128,12 @@ def test_line_mode_collects_a_missing_param_by_dialogue(
     events = read_transcript(transcript)
     assert events[0].type == "run_started" and events[0].params == {"target": "memory"}
     kinds = [e.kind for e in events if e.type == "params_update"]
-    assert kinds == ["update", "confirm"]
+    assert kinds == ["turn", "update", "turn", "confirm"]
+    # What the operator typed is in the transcript.
+    assert [e.typed for e in events if e.type == "params_update" and e.kind == "turn"] == [
+        "memory please",
+        None,
+    ]
 
 
 def test_line_mode_dialogue_falls_back_to_the_prompt_on_a_400(
@@ -139,4 +144,14 @@ def test_line_mode_dialogue_falls_back_to_the_prompt_on_a_400(
     proc = run_cli(["run", "probe"], env=cli_env, cwd=project, stdin="disk\n")
     assert proc.returncode == 0, proc.stderr
     assert "does not take tool calls; asking plainly" in proc.stderr
+    assert "- target: disk" in llm.requests[-1].messages[1]["content"]
+
+
+def test_line_mode_dialogue_with_a_model_that_ignores_tools_asks_plainly(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("Hello!", "What target?", "Tell me the target.", "[DONE] ok")
+    proc = run_cli(["run", "probe"], env=cli_env, cwd=project, stdin="disk\ndisk\ndisk\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "asking plainly (3 replies in a row without a tool call)" in proc.stderr
     assert "- target: disk" in llm.requests[-1].messages[1]["content"]

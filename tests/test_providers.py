@@ -284,3 +284,20 @@ async def test_gemini_retries_like_openai_and_names_its_key(llm: ScriptedLLM) ->
 
 async def _no_sleep(delay: float) -> None:
     return None
+
+
+async def test_gemini_bad_key_400_names_the_key_fix(llm: ScriptedLLM) -> None:
+    body = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+    llm.script(Status(400, body))
+    p = provider(llm, "gemini")
+    with pytest.raises(LLMError) as info:
+        await p.complete(HISTORY[:2], tools=[TOOL])
+    await p.aclose()
+    assert not isinstance(info.value, CapabilityRejected)
+    assert "no API key is set: set KOSMOS_API_KEY or GEMINI_API_KEY" in str(info.value)

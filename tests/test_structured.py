@@ -314,3 +314,21 @@ def test_lean_schema_drops_titles_but_not_a_property_named_title() -> None:
 def test_an_unknown_content_type_is_a_clear_error() -> None:
     with pytest.raises(UsageError, match="no handler for content type 'ticket'"):
         ContentTypes.default().build([ContextMessage(role="user", content=Ticket(text="x"))], {})
+
+
+async def test_a_recorded_request_replays_byte_for_byte(llm: ScriptedLLM) -> None:
+    llm.script(calls(call("generate_response", status="ok", reason="first")))
+    events: list[Event] = []
+    c = client(llm, events, json_schema=False)
+    context = [*CONTEXT, ContextMessage(role="user", content=StateContent(state={"n": 1}))]
+    await c.request(context, Verdict)
+    [record] = [e for e in events if isinstance(e, StructuredExchange)]
+    # Through the transcript's JSON and back, as a replay would read it.
+    again = StructuredExchange.model_validate(
+        json.loads(json.dumps(record.model_dump(mode="json")))
+    )
+    llm.script(calls(call("generate_response", status="broken", reason="second")))
+    solution = await c.replay(again, Verdict)
+    await c.provider.aclose()
+    assert solution.value.reason == "second"
+    assert llm.requests[1].body == llm.requests[0].body

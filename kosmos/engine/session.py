@@ -12,7 +12,7 @@ from typing import Literal
 
 from kosmos.clean import cap, clean
 from kosmos.engine import history
-from kosmos.engine.envelope import app_command
+from kosmos.engine.envelope import app_command, target_os
 from kosmos.engine.operator import CommandProposal, Operator, Question
 from kosmos.engine.parser import Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
@@ -117,6 +117,7 @@ class Session:
         self._started = 0.0
         self._knowledge: str | None = None
         self._os: str | None = None
+        self._turn = Turn(Reply(), None)  # the reply being acted on
         self.protocol = protocol or make_protocol(
             self.options.protocol, provider, prompts, emit=self.emit
         )
@@ -180,12 +181,11 @@ class Session:
             self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge.text))
         self.step = 1
         self._knowledge = knowledge_text
-        system = self.protocol.system_prompt(self.skill.name, self.skill.body, knowledge_text)
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
         self.messages = [
-            Message(role="system", content=system),
+            self._system(),
             Message(role="user", content=first),
         ]
 
@@ -230,6 +230,7 @@ class Session:
                     action=parsed.action,
                 )
             )
+            self._turn = turn
             self.messages.append(self.protocol.assistant_message(turn))
             if parsed.kind == "done":
                 self.state = "done"
@@ -237,7 +238,7 @@ class Session:
             self._next_step()
             if parsed.kind == "cmd":
                 self.state = "waiting_cmd"
-                content = await self._command(turn, step)
+                content = await self._command(parsed, step)
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
@@ -245,13 +246,15 @@ class Session:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
             self.messages.append(self.protocol.result_message(turn, content))
 
+    def _system(self) -> Message:
+        text = self.protocol.system_prompt(self.skill.name, self.skill.body, self._knowledge)
+        return Message(role="system", content=text)
+
     async def _app_command(self, parsed: Parsed) -> str:
         """The OS command an envelope action (seed 000) becomes on this host."""
         if self._os is None:
-            probe = await self.runner.run("uname -s", timeout=self.options.knowledge_timeout)
-            self._os = probe.output.text().strip() or "Linux"
-        assert parsed.action is not None
-        return app_command(parsed.action, parsed.args, self._os)
+            self._os = await target_os(self.runner, timeout=self.options.knowledge_timeout)
+        return app_command(parsed.action or "", parsed.args, self._os)
 
     def _next_step(self) -> None:
         if self.step + 1 > self.options.max_steps:
@@ -279,12 +282,7 @@ class Session:
                 break
             except ProtocolSwitched:
                 # auto fell back to tags: the system prompt changes with the protocol.
-                self.messages[0] = Message(
-                    role="system",
-                    content=self.protocol.system_prompt(
-                        self.skill.name, self.skill.body, self._knowledge
-                    ),
-                )
+                self.messages[0] = self._system()
                 sent = history.view(
                     self.messages, self.options.history_mode, self.options.history_max
                 )
@@ -305,9 +303,7 @@ class Session:
         )
         return reply
 
-    async def _command(self, turn: Turn, step: int) -> str:
-        parsed = turn.parsed
-        assert parsed is not None
+    async def _command(self, parsed: Parsed, step: int) -> str:
         proposal = CommandProposal(
             step=step, command=parsed.text, host=self.runner.name, inferred=parsed.inferred
         )
@@ -324,7 +320,7 @@ class Session:
             return self.prompts.skipped(self.step, self.options.max_steps)
         if command != parsed.text:
             # The LLM sees the command that really ran as its own proposal.
-            self.messages[-1] = self.protocol.assistant_message(turn, command)
+            self.messages[-1] = self.protocol.assistant_message(self._turn, command)
         self.emit(CommandStarted(step=step, command=command))
         self._stop = asyncio.Event()
         try:

@@ -12,6 +12,7 @@ from kosmos.chat.build import open_chat
 from kosmos.chat.catalog import pick_lang
 from kosmos.config import Settings, state_dir
 from kosmos.frontends.console import Console, EndOfInput
+from kosmos.frontends.line import LinePrompter
 from kosmos.frontends.run import RunFrontend, RunRequest, skill_library
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
@@ -54,8 +55,14 @@ class LineSkillRunner:
         self.home = home
         self.prompts = Prompts.load(settings.prompts_file)
         # Built now so that a bad TARGET stops the chat at once; connected on first use.
-        self._runner = make_runner(host, settings)
+        self._runner = make_runner(
+            host, settings, prompter=LinePrompter(console), notify=self._notify
+        )
         self._connected_once = False
+
+    def _notify(self, message: str) -> None:
+        """A host's news (a reconnect), shown between the chat's lines."""
+        self.console.say(self.console.style(message, "33"), stream=self.console.err)
 
     async def _connected(self) -> Runner:
         if not self._connected_once:

@@ -13,21 +13,20 @@ from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
-from kosmos.engine.params_dialog import ParamCollector
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound
 from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
-from kosmos.frontends.line import LineOperator
-from kosmos.frontends.params_line import LineParamDialog
+from kosmos.frontends.line import LineOperator, LinePrompter
+from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
+from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
-from kosmos.llm.provider import CapabilityRejected
 from kosmos.prompts import Prompts
-from kosmos.skills.discovery import SkillLibrary
+from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote_skill
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
 from kosmos.transcript import Transcript, default_path
@@ -82,7 +81,24 @@ def ask_param_in_terminal(console: Console) -> Callable[[Param], str | None]:
 
 async def find_skill(library: SkillLibrary, ref: str, runner: Runner, settings: Settings) -> Skill:
     """A local skill first; then the host's own skills (seed 001: remote skills)."""
-    return library.find(ref)
+    try:
+        return library.find(ref)
+    except SkillNotFound as e:
+        if isinstance(runner, LocalRunner):
+            raise
+        timeout = settings.remote_skill_timeout
+        try:
+            skill = await find_remote_skill(runner, ref, timeout=timeout)
+        except TimeoutError:
+            raise SkillNotFound(
+                f"{e}; {runner.name} did not answer within {timeout:g} s when kosmos looked in "
+                f"{REMOTE_SKILLS_DIR}"
+            ) from None
+        if skill is None:
+            raise SkillNotFound(
+                f"{e}; {runner.name} has none in {REMOTE_SKILLS_DIR} either"
+            ) from None
+        return skill
 
 
 class RunFrontend:
@@ -104,6 +120,7 @@ class RunFrontend:
         self.result: RunFinished | None = None
         # Events from before the run started (the parameter dialogue), for the transcript.
         self._early: list[Event] = []
+        self._emit: Callable[[Event], None] | None = None
 
     def _operator(self) -> Operator:
         if self.line_mode:
@@ -130,6 +147,13 @@ class RunFrontend:
 
         return emit
 
+    def _notify(self, message: str) -> None:
+        """A host's news (a reconnect): into the run's events once the run has started."""
+        if self._emit is not None:
+            self._emit(Notice(message=message, host=self.request.host))
+        else:
+            self.console.say(self.console.style(message, "33"), stream=self.console.err)
+
     def fail_early(self, error: KosmosError) -> int:
         """An error before the session started: one line on stderr (and a --json result line)."""
         self.console.error(f"kosmos: {error}")
@@ -145,53 +169,21 @@ class RunFrontend:
         req, settings = self.request, self.settings
         prompts = Prompts.load(settings.prompts_file)
         library = skill_library(settings, req.skills_dirs, self.env, self.home)
-        runner = make_runner(req.host, settings)
+        prompter = None if req.non_interactive else LinePrompter(self.console)
+        runner = make_runner(req.host, settings, prompter=prompter, notify=self._notify)
         try:
             await runner.connect()
             skill = await find_skill(library, req.skill, runner, settings)
             ask = None if req.non_interactive else ask_param_in_terminal(self.console)
             given = parse_param_flags(req.params)
-            if self._dialogue_wanted(skill, given):
-                given = await self._dialogue(skill, given, prompts)
+            if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
+                given = await collect_in_dialogue(
+                    skill, given, settings, prompts, self.console, emit=self._early.append
+                )
             params = resolve_params(skill, given, ask=ask)
             return await self._run_session(skill, params, runner, prompts)
         finally:
             await runner.close()
-
-    def _dialogue_wanted(self, skill: Skill, given: dict[str, str]) -> bool:
-        """seed 003: missing required params, a person at the terminal, a tool-calling LLM."""
-        if self.request.non_interactive or not self.settings.capabilities()["tools"]:
-            return False
-        if any(skill.param(name) is None for name in given):
-            return False  # resolve_params names the unknown param
-        return any(p.required and not (given.get(p.name) or p.default) for p in skill.params)
-
-    async def _dialogue(
-        self, skill: Skill, given: dict[str, str], prompts: Prompts
-    ) -> dict[str, str]:
-        """The params collected by dialogue; a server without tool calls gets the plain prompts."""
-        provider = make_provider(self.settings)
-        collector = ParamCollector(
-            skill,
-            provider,
-            prompts,
-            LineParamDialog(self.console),
-            emit=self._early.append,
-            given=given,
-        )
-        try:
-            return {**given, **await collector.collect()}
-        except CapabilityRejected as e:
-            if e.capability != "tools":
-                raise
-            notice = Notice(message=f"the LLM does not take tool calls; asking plainly ({e})")
-            self._early.append(notice)
-            self.console.say(
-                self.console.style(f"  ! {notice.message}", "33"), stream=self.console.err
-            )
-            return given
-        finally:
-            await provider.aclose()
 
     async def run_loaded(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
@@ -221,6 +213,7 @@ class RunFrontend:
             # --protocol > the skill's frontmatter > the config file > tags.
             protocol=req.protocol or skill.protocol or settings.protocol,
         )
+        self._emit = self._emitter(transcript)
         session = Session(
             skill,
             params=params,
@@ -228,7 +221,7 @@ class RunFrontend:
             provider=provider,
             operator=self._operator(),
             prompts=prompts,
-            emit=self._emitter(transcript),
+            emit=self._emit,
             options=options,
             run_id=run_id,
             transcript=str(path),
@@ -237,6 +230,7 @@ class RunFrontend:
         try:
             result = self.result = await self._drive(session)
         finally:
+            self._emit = None
             self.console.stop_spinner()
             transcript.close()
             await provider.aclose()

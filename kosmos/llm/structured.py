@@ -203,7 +203,6 @@ class StructuredClient:
         draft: Draft,
         name: str,
         on_retry: Callable[[int, str, float], None] | None,
-        step: int | None,
     ) -> tuple[Strategy, list[Message], dict[str, Any], Reply]:
         while True:
             strategy = self.strategy()
@@ -231,7 +230,7 @@ class StructuredClient:
         """Ask the LLM for a `schema` instance; raise InvalidSolution if it cannot give one."""
         draft = self.types.build(context, lean_schema(schema.model_json_schema()))
         name = schema.__name__
-        strategy, messages, kwargs, reply = await self._call(draft, name, on_retry, step)
+        strategy, messages, kwargs, reply = await self._call(draft, name, on_retry)
         value, data, error = self._solve(strategy, reply, schema)
         repaired = False
         if error is not None:
@@ -244,6 +243,8 @@ class StructuredClient:
                 step=step,
                 context=draft.messages,
                 schema=draft.schema,
+                name=name,
+                llm=draft.llm,
                 strategy=strategy,
                 solution=data if error is None and isinstance(data, dict) else None,
                 repaired=repaired,
@@ -258,6 +259,20 @@ class StructuredClient:
                 problem=error or "no value",
             )
         return Solution(value, strategy, reply, repaired)
+
+    async def replay(self, record: StructuredExchange, schema: type[T]) -> Solution[T]:
+        """Send a recorded request again as it was: same context, schema, settings, strategy."""
+        draft = Draft(schema=record.schema_, llm=dict(record.llm), messages=list(record.context))
+        messages, kwargs = self._prepare(record.strategy, draft, record.name)
+        reply = await self.provider.complete(messages, **kwargs)
+        value, _, error = self._solve(record.strategy, reply, schema)
+        if error is not None or value is None:
+            raise InvalidSolution(
+                f"the replayed answer did not match the {record.name} schema ({error})",
+                raw=reply.text,
+                problem=error or "no value",
+            )
+        return Solution(value, record.strategy, reply)
 
 
 async def request(
