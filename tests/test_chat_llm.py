@@ -340,3 +340,53 @@ def test_config_messages_add_and_replace_texts() -> None:
     )
     assert catalog("goodbye") == "Пока"
     assert catalog("x") == "X"
+
+
+# -- structured strategies, lenient params, the line-by-line API -----------------------------
+
+
+async def test_a_server_without_json_schema_gets_json_mode(
+    llm: ScriptedLLM, services: Any, log_path: Path
+) -> None:
+    llm.reject("json_schema", "tools")
+    llm.script(relevant(), select("rag_search", question="skills"))
+    chat = await converse(cfg(llm, services), ["skills"], log_path)
+    assert "RAG answer: " in chat.out.text
+    used = [r.capabilities_used() for r in llm.requests]
+    assert used == [{"json_schema"}, {"tools"}, {"json_mode"}, {"json_mode"}]
+    assert '"relevant"' in llm.requests[2].system  # the schema went into the prompt
+
+
+async def test_numbers_in_params_are_text(llm: ScriptedLLM, services: Any, log_path: Path) -> None:
+    llm.script(relevant(), '{"tool": "generate_haiku", "params": {"theme": 42}}')
+    chat = await converse(cfg(llm, services), ["a haiku about 42"], log_path)
+    assert "Haiku: 42 in the first light" in chat.out.text
+
+
+async def test_handle_takes_one_line_at_a_time(
+    llm: ScriptedLLM, services: Any, log_path: Path
+) -> None:
+    from kosmos.chat.build import open_chat
+    from tests.chatkit import Recorder
+
+    out = Recorder()
+    llm.script(relevant(False))
+    async with open_chat(
+        cfg(llm, services), lang="en", output=out, log_path=log_path, env={}
+    ) as agent:
+        agent.begin()
+        assert await agent.handle("help") is None
+        assert await agent.handle("hi") is None
+        assert await agent.handle("exit") == 0
+    assert out.said[-1] == ("result", "Goodbye!")
+    assert len(llm.requests) == 1
+
+
+async def test_gemini_is_refused_with_the_fix(
+    llm: ScriptedLLM, services: Any, log_path: Path
+) -> None:
+    from kosmos.errors import ConfigError
+
+    settings = cfg(llm, services).model_copy(update={"provider": "gemini"})
+    with pytest.raises(ConfigError, match="--provider openai"):
+        await converse(settings, [], log_path)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kosmos.chat.catalog import Catalog
 from kosmos.chat.http_tools import call_http_tool
@@ -64,6 +64,22 @@ class Selection(BaseModel):
 
     tool: str | None
     params: dict[str, str | None] = Field(default_factory=dict)
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        # Models send numbers and booleans for parameters that are text to kosmos.
+        if not isinstance(value, dict):
+            return value
+        return {k: _scalar_text(v) for k, v in value.items()}
+
+
+def _scalar_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
 
 
 def _short(text: str, limit: int = 90) -> str:
@@ -145,29 +161,33 @@ class ChatAgent:
 
     async def run(self, read: Callable[[], Awaitable[str | None]]) -> int:
         """Steps 1-5 until an exit command, the end of input, or an LLM failure."""
+        self.begin()
         while True:
-            self.begin()
-            text = await self._read(read)
-            if text is None:
-                self.out.say(self.t("goodbye"), "result")
-                self.log.debug("AgentEnd")
-                return EXIT_DONE
-            try:
-                await self.process(text)
-            except _End as end:
-                return end.exit_code
+            code = await self.handle(await read())
+            if code is not None:
+                return code
 
-    async def _read(self, read: Callable[[], Awaitable[str | None]]) -> str | None:
-        while True:
-            line = await read()
-            if line is None or self._is(line, self.settings.exit_commands):
-                return None
-            if self._is(line, self.settings.help_commands):
-                self.out.say(self.help_text(), "help")
-                self.log.debug("AgentHelp")
-                continue
-            if line.strip():
-                return line.strip()
+    async def handle(self, line: str | None) -> int | None:
+        """One line the operator typed (None: input ended): the exit code once the chat is
+        over, else None and the agent waits for the next line. A chat screen calls this."""
+        if line is None or self._is(line, self.settings.exit_commands):
+            self.log.step = "main"
+            self.out.say(self.t("goodbye"), "result")
+            self.log.debug("AgentEnd")
+            return EXIT_DONE
+        if self._is(line, self.settings.help_commands):
+            self.log.step = "main"
+            self.out.say(self.help_text(), "help")
+            self.log.debug("AgentHelp")
+            return None
+        if not line.strip():
+            return None
+        try:
+            await self.process(line.strip())
+        except _End as end:
+            return end.exit_code
+        self.begin()
+        return None
 
     def _say(self, key_or_text: str, kind: Kind = "progress", *, remember: bool = True) -> None:
         """Print a text; the seed keeps most of them in the history too."""
