@@ -154,3 +154,14 @@ def test_a_skill_runs_over_ssh(
     assert "Skill probe finished: sshd is fine" in result.stdout
     assert "Skill probe finished: cron is fine" in result.stdout
     assert f"on-{remote.user}" in llm.requests[3].last_user_text
+
+
+def test_a_log_that_cannot_be_written_is_a_usage_error(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    result = run_cli(
+        ["chat", "--log", str(tmp_path / "file" / "chat.log")], env=cli_env, cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"kosmos: {tmp_path / 'file' / 'chat.log'}: cannot write")

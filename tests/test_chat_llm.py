@@ -390,3 +390,14 @@ async def test_gemini_is_refused_with_the_fix(
     settings = cfg(llm, services).model_copy(update={"provider": "gemini"})
     with pytest.raises(ConfigError, match="--provider openai"):
         await converse(settings, [], log_path)
+
+
+async def test_llm_retries_are_logged(llm: ScriptedLLM, services: Any, log_path: Path) -> None:
+    settings = cfg(llm, services).model_copy(update={"llm_retries": 1})
+    llm.script(Status(503, {"error": {"message": "busy"}}), relevant(False))
+    chat = await converse(settings, ["hi"], log_path)
+    assert any(
+        re.search(r"WARNING  \[cls\] chat // retry 1 in [\d.]+s after: HTTP 503: busy$", line)
+        for line in chat.log_lines
+    )
+    assert "That request is outside what this agent does." in chat.out.text

@@ -112,7 +112,6 @@ class ChatAgent:
         http: httpx.AsyncClient,
         skills: SkillRunner | None = None,
         ranker: ToolRanker | None = None,
-        verbose: bool = False,
     ) -> None:
         self.settings = settings
         self.tools = list(tools)
@@ -124,7 +123,6 @@ class ChatAgent:
         self.http = http
         self.skills = skills
         self.ranker = ranker
-        self.verbose = verbose
         self.history: list[Message] = []
         self.started = False
 

@@ -59,7 +59,14 @@ class LLMApi:
         if verbose:
             self.log.payload(f"{name} // payload", payload)
         try:
-            data = await http.post(f"{http.base_url}{path}", payload, self._headers())
+            data = await http.post(
+                f"{http.base_url}{path}",
+                payload,
+                self._headers(),
+                on_retry=lambda attempt, reason, delay: self.log.warning(
+                    f"{name} // retry {attempt} in {delay:.1f}s after: {reason}"
+                ),
+            )
             if not isinstance(data, dict):
                 raise LLMError(f"the LLM at {http.base_url} answered {type(data).__name__}")
         except Exception as e:  # noqa: BLE001 - seed 002: every failure becomes {"error": ...}

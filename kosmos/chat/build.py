@@ -109,7 +109,6 @@ async def open_chat(
             http=http,
             skills=skill_runner,
             ranker=ranker,
-            verbose=verbose,
         )
     finally:
         await http.aclose()

@@ -82,7 +82,6 @@ async def _request(
     client: httpx.AsyncClient,
     log: ChatLog,
     fn: str,
-    verbose: bool,
 ) -> dict[str, Any]:
     log.payload(f"{fn} // payload", body)
     try:
@@ -110,14 +109,13 @@ async def call_http_tool(
     client: httpx.AsyncClient,
     log: ChatLog,
     catalog: Catalog,
-    verbose: bool = False,
 ) -> ToolResult:
     """Check health, send the request, and turn the answer into stdout lines."""
     fn = tool.texts.log_name or tool.name
     body = {**tool.body, **params}
     try:
         await _health(tool, client, log, fn)
-        data = await _request(tool, body, client, log, fn, verbose)
+        data = await _request(tool, body, client, log, fn)
         return ToolResult(True, _show(tool, body, data, log, catalog, fn))
     except _Failed:
         return ToolResult(False, [catalog(tool.texts.failed, tool=tool.name)])

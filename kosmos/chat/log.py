@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from kosmos.errors import ConfigError
 from kosmos.safety.redact import Redactor
 
 Level = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -27,19 +28,23 @@ class ChatLog:
         *,
         redactor: Redactor | None = None,
         verbose: bool = False,
-        stream: TextIO | None = None,
     ) -> None:
         self.path = path
         self.redact = redactor or Redactor()
         self.verbose = verbose
         self.step: Step = "main"
-        self._file: TextIO | None = stream
-        if stream is None and path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("a", encoding="utf-8")
+        self._file: TextIO | None = None
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = path.open("a", encoding="utf-8")
+            except OSError as e:
+                raise ConfigError(
+                    f"{path}: cannot write the chat log ({e.strerror}); pass --log FILE"
+                ) from e
 
     def close(self) -> None:
-        if self._file is not None and self.path is not None:
+        if self._file is not None:
             self._file.close()
         self._file = None
 

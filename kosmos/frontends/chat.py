@@ -117,6 +117,7 @@ class ChatFrontend:
         if settings.chat.skills:
             skills = skill_library(settings, (), self.env, self.home).list()
         runner = LineSkillRunner(settings, req.host, self.console, self.env, self.home)
+        opened = False
         try:
             async with open_chat(
                 settings,
@@ -128,7 +129,11 @@ class ChatFrontend:
                 skill_runner=runner,
                 verbose=req.verbose,
             ) as agent:
+                opened = True
                 return await agent.run(self._read)
         finally:
             await runner.close()
-            self.console.say(self.console.style(f"log: {log_path}", "2"), stream=self.console.err)
+            if opened:
+                self.console.say(
+                    self.console.style(f"log: {log_path}", "2"), stream=self.console.err
+                )
