@@ -87,6 +87,7 @@ def test_english_flag_and_exit(llm: ScriptedLLM, cli_env: dict[str, str], tmp_pa
 
 def test_unreachable_llm_exits_5(cli_env: dict[str, str], tmp_path: Path) -> None:
     env = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1"}
+    (tmp_path / "kosmos.yaml").write_text("llm_retries: 0\n", encoding="utf-8")
     result = run_cli(["chat", "--lang", "en"], env=env, cwd=tmp_path, stdin="what is kosmos\n")
     assert result.returncode == 5
     assert result.stdout.splitlines()[-1] == "LLM request failed, exiting.."
