@@ -150,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also log every request and response body (secrets masked)",
     )
+    chat.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
     _llm_flags(chat)
 
     skills = sub.add_parser(
@@ -236,7 +244,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     from kosmos.frontends.chat import ChatFrontend, ChatRequest
 
-    request = ChatRequest(host=args.host, lang=args.lang, log=args.log, verbose=args.verbose)
+    request = ChatRequest(
+        host=args.host,
+        lang=args.lang,
+        log=args.log,
+        verbose=args.verbose,
+        skills_dirs=args.skills_dir,
+    )
     frontend = ChatFrontend(request, _settings(args), env=dict(os.environ), home=Path.home())
     return asyncio.run(frontend.run())
 

@@ -96,14 +96,14 @@ def test_unreachable_llm_exits_5(cli_env: dict[str, str], tmp_path: Path) -> Non
 def test_a_skill_runs_on_local_with_approval_and_transcript(
     llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
 ) -> None:
-    skill_dir = tmp_path / ".kosmos" / "skills" / "probe"
+    skill_dir = tmp_path / "my-skills" / "probe"
     skill_dir.mkdir(parents=True)
     (skill_dir / "SKILL.md").write_text(SKILL, encoding="utf-8")
     llm.script(relevant(), select("probe", unit="cron"))
     llm.script("[CMD] echo probe-$((6*7))", "[DONE] cron is fine")
     log = tmp_path / "chat.log"
     result = run_cli(
-        ["chat", "--host", "local", "--lang", "en", "--log", str(log)],
+        ["chat", "--host", "local", "--lang", "en", "--log", str(log), "--skills-dir", "my-skills"],
         env=cli_env,
         cwd=tmp_path,
         stdin="is cron healthy?\ny\nq\n",

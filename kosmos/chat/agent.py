@@ -187,11 +187,11 @@ class ChatAgent:
         self.begin()
         return None
 
-    def _say(self, key_or_text: str, kind: Kind = "progress", *, remember: bool = True) -> None:
+    def _say(self, text: str, kind: Kind = "progress", *, remember: bool = True) -> None:
         """Print a text; the seed keeps most of them in the history too."""
-        self.out.say(key_or_text, kind)
+        self.out.say(text, kind)
         if remember:
-            self.history.append(Message(role="assistant", content=key_or_text))
+            self.history.append(Message(role="assistant", content=text))
 
     async def process(self, text: str) -> None:
         """One request through [cls], [select], [valid] and [exec]."""

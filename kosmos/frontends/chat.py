@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kosmos.chat.agent import Kind, SkillOutcome
@@ -30,6 +31,7 @@ class ChatRequest:
     lang: str | None = None
     log: Path | None = None
     verbose: bool = False
+    skills_dirs: Sequence[Path] = field(default_factory=tuple)
 
 
 class ConsoleOutput:
@@ -115,7 +117,7 @@ class ChatFrontend:
         log_path = req.log or default_log_path(self.env, self.home)
         skills: list[Skill] = []
         if settings.chat.skills:
-            skills = skill_library(settings, (), self.env, self.home).list()
+            skills = skill_library(settings, req.skills_dirs, self.env, self.home).list()
         runner = LineSkillRunner(settings, req.host, self.console, self.env, self.home)
         opened = False
         try:
