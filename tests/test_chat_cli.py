@@ -91,6 +91,9 @@ def test_unreachable_llm_exits_5(cli_env: dict[str, str], tmp_path: Path) -> Non
     result = run_cli(["chat", "--lang", "en"], env=env, cwd=tmp_path, stdin="what is kosmos\n")
     assert result.returncode == 5
     assert result.stdout.splitlines()[-1] == "LLM request failed, exiting.."
+    # The reason and what to do, on stderr in one line.
+    assert "kosmos: cannot reach the LLM at http://127.0.0.1:" in result.stderr
+    assert "--base-url" in result.stderr
 
 
 def test_a_skill_runs_on_local_with_approval_and_transcript(

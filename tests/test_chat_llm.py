@@ -57,7 +57,9 @@ async def test_llm_error_in_classification_ends_the_chat(
     llm.script(Status(500, {"error": {"message": "model crashed"}}))
     chat = await converse(cfg(llm, services), ["what is kosmos", "never read"], log_path, lang=lang)
     assert chat.exit_code == 5
-    assert chat.out.said[-1] == ("error", TEXTS["llm_error"][index])
+    assert chat.out.said[-2] == ("error", TEXTS["llm_error"][index])
+    # Then the reason, for stderr: what failed.
+    assert chat.out.said[-1][0] == "reason" and "model crashed" in chat.out.said[-1][1]
     assert not any("Goodbye" in t or "До свидания" in t for _, t in chat.out.said)
     assert any(
         "CRITICAL [cls] classify_intent // LLM Error: " in line and "model crashed" in line
@@ -74,7 +76,8 @@ async def test_llm_error_in_selection_ends_the_chat(
     llm.script(relevant(), Status(401, {"error": {"message": "bad key"}}))
     chat = await converse(cfg(llm, services), ["what is kosmos"], log_path, lang="ru")
     assert chat.exit_code == 5
-    assert chat.out.said[-1][1] == "Ошибка при запросе LLM, завершаюсь.."
+    assert chat.out.said[-2][1] == "Ошибка при запросе LLM, завершаюсь.."
+    assert chat.out.said[-1][0] == "reason" and "API key" in chat.out.said[-1][1]
     assert any(
         re.search(r"CRITICAL \[select\] select_tool_call // LLM Error: .*bad key", line)
         for line in chat.log_lines

@@ -26,7 +26,7 @@ from kosmos.llm.structured import InvalidSolution, StructuredClient
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
 
-Kind = Literal["progress", "result", "error", "help"]
+Kind = Literal["progress", "result", "error", "help", "reason"]
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -224,6 +224,7 @@ class ChatAgent:
             raise _End(EXIT_FAILED) from e
         except LLMError as e:
             self.out.say(self.t("llm_error"), "error")
+            self.out.say(str(e), "reason")  # what failed and what to do, for the operator
             self.log.critical(f"{fn} // LLM Error: {e}")
             raise _End(EXIT_LLM) from e
         return solution.value

@@ -21,6 +21,8 @@ from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
 
 STYLES: dict[str, str] = {"progress": "2", "result": "1", "error": "31", "help": "36"}
+# Kinds that go to stderr: the one-line reason after a seed text such as "LLM request failed".
+STDERR_KINDS = frozenset({"reason"})
 
 
 @dataclass
@@ -41,6 +43,9 @@ class ConsoleOutput:
         self.c = console
 
     def say(self, text: str, kind: Kind = "progress") -> None:
+        if kind in STDERR_KINDS:
+            self.c.error(f"kosmos: {text}")
+            return
         self.c.say(self.c.style(text, STYLES[kind]))
 
 
