@@ -161,6 +161,7 @@ class RunFrontend:
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
         self.redactor = Redactor([api_key] if api_key else [], env=env)
         self.host = request.host or "local"
+        self.result: RunFinished | None = None
         # Events from before the run started (the parameter dialogue), for the transcript.
         self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
@@ -267,6 +268,14 @@ class RunFrontend:
         events = load_events(path, "--replay")
         return Recording.from_events(events, str(path)), tolerant
 
+    async def run_loaded(
+        self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
+    ) -> RunFinished:
+        """Run a loaded skill with resolved params on a connected runner (`kosmos chat`)."""
+        await self._run_session(skill, params, runner, prompts)
+        assert self.result is not None
+        return self.result
+
     async def _run_session(
         self,
         skill: Skill,
@@ -341,7 +350,7 @@ class RunFrontend:
                 stream=self.console.err,
             )
         try:
-            result = await self._drive(session, resume)
+            result = self.result = await self._drive(session, resume)
         finally:
             self._emit = None
             self.console.stop_spinner()
