@@ -402,6 +402,19 @@ def test_plain_pip_install_runs_a_bundled_skill(
     assert json_lines(proc.stdout)[-1]["message"] == "Linux box"
     assert "--- Active Skill: system-overview ---" in llm.requests[0].system
     assert os.path.basename(json_lines(proc.stdout)[0]["skill_path"]) == "SKILL.md"
+    # The README's first command: the bundled recording ships in the wheel; no LLM needed.
+    offline = {**env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = subprocess.run(
+        [str(venv / "bin/kosmos"), "run", "system-overview", "--replay", "bundled"],
+        env=offline,
+        cwd=where,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kosmos/data/recordings/system-overview.jsonl (no LLM)" in proc.stdout
 
 
 def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
