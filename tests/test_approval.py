@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from kosmos.config import Settings
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import SessionOptions
 from kosmos.events import CommandDecision, CommandStarted
+from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.helpers import ScriptOperator, run_session
@@ -189,3 +191,18 @@ def test_bad_policy_and_flag_combinations_are_exit_2(cli_env: dict, project: Pat
     assert proc.returncode == 2 and "--resume TRANSCRIPT" in proc.stderr
     proc = run_cli(["run", "probe", "--replay-tolerant"], env=cli_env, cwd=project)
     assert proc.returncode == 2 and "only applies with --replay" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "key"),
+    [("prod", "prod"), ("deploy@prod", "prod"), ("deploy@prod:2222", "prod"), ("db:22", "db:22")],
+)
+def test_host_policy_matches_the_target_with_or_without_user_and_port(
+    target: str, key: str
+) -> None:
+    settings = Settings(hosts={key: {"policy": "read-only"}})
+    assert resolve_policy(RunRequest(skill="x", yes=True), settings, target) == (
+        "read-only",
+        f"config hosts.{key}.policy",
+    )
+    assert resolve_policy(RunRequest(skill="x", yes=True), settings, "other") == ("auto", "--yes")

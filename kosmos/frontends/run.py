@@ -72,11 +72,12 @@ def resolve_policy(request: RunRequest, settings: Settings, host: str) -> tuple[
     """
     if request.policy:
         return request.policy, "--policy"
-    pinned = settings.hosts.get(host)
-    if pinned is None and "@" in host:
-        pinned = settings.hosts.get(host.split("@", 1)[1])
-    if pinned is not None and pinned.policy:
-        return pinned.policy, f"config hosts.{host}.policy"
+    # The target as typed, then without the user, then without the port too.
+    bare = host.split("@", 1)[-1]
+    for name in dict.fromkeys((host, bare, bare.rsplit(":", 1)[0])):
+        pinned = settings.hosts.get(name)
+        if pinned is not None and pinned.policy:
+            return pinned.policy, f"config hosts.{name}.policy"
     if request.yes:
         return "auto", "--yes"
     return "ask", "default"
