@@ -24,7 +24,6 @@ from kosmos.prompts import Prompts
 from kosmos.safety import Verdict, assess
 
 Policy = Literal["ask", "read-only", "auto"]
-POLICIES: tuple[Policy, ...] = ("ask", "read-only", "auto")
 
 # An operator who keeps editing a command into something else is asked again about the
 # edited one; past this many rounds the command is skipped.
@@ -44,10 +43,6 @@ class Decision:
     by: Literal["operator", "policy", "replay"]
     risk: Verdict
     reason: str
-
-    @property
-    def runs(self) -> bool:
-        return self.action in ("run", "edit")
 
     def event(self, step: int, proposed: str) -> CommandDecision:
         return CommandDecision(
