@@ -204,6 +204,7 @@ class SSHRunner:
                 )
             raise HostError(f"{self.name}: the server refused to start the command: {e}") from e
         pgid: list[int] = []
+        pgid_known = asyncio.Event()
         decoder = StreamDecoder()
 
         def feed(data: bytes) -> None:
@@ -230,12 +231,14 @@ class SSHRunner:
                     continue
                 number = pending[at + len(PID_MARK) : end]
                 pgid.append(int(number) if number.isdigit() else 0)
+                pgid_known.set()
                 rest = pending[:at] + pending[end + 1 :]
                 pending = b""
                 if rest:
                     feed(rest)
             if pending:
                 feed(pending)
+            pgid_known.set()
 
         async def finished() -> None:
             with contextlib.suppress(asyncssh.Error, OSError):
@@ -261,9 +264,9 @@ class SSHRunner:
             if work not in done:
                 timed_out = stopper is None or stopper not in done
                 cancelled = not timed_out
-                await self._end(link, proc, pgid, work)
+                await self._end(link, proc, pgid, pgid_known, work)
         except asyncio.CancelledError:
-            await asyncio.shield(self._end(conn, proc, pgid, work))
+            await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
             raise
         finally:
             for task in (stopper, lost):
@@ -297,9 +300,13 @@ class SSHRunner:
         link: Link,
         proc: asyncssh.SSHClientProcess,
         pgid: list[int],
+        pgid_known: asyncio.Event,
         work: asyncio.Future[None],
     ) -> None:
         """End the command's whole process group on the host, then collect what it printed."""
+        # The group's number is the first thing the command prints; it may still be on its way.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pgid_known.wait(), DRAIN_WAIT)
         if pgid and pgid[0] > 1 and not link.is_closed:
             with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
                 async with asyncio.timeout(KILL_GRACE + DRAIN_WAIT):
