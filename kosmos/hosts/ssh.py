@@ -191,18 +191,24 @@ class SSHRunner:
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
     ) -> CommandResult:
-        conn = await self._conn()
-        assert self._link is not None
-        link = self._link
         start = time.monotonic()
-        try:
-            proc = await conn.create_process(remote, encoding=None)
-        except (asyncssh.Error, OSError) as e:
-            if link.is_closed:
-                return CommandResult(
-                    command, None, time.monotonic() - start, buffer, connection_lost=True
-                )
-            raise HostError(f"{self.name}: the server refused to start the command: {e}") from e
+        for attempt in range(2):
+            conn = await self._conn()
+            assert self._link is not None
+            link = self._link
+            try:
+                proc = await conn.create_process(remote, encoding=None)
+                break
+            except (asyncssh.Error, OSError) as e:
+                if not link.is_closed:
+                    raise HostError(
+                        f"{self.name}: the server refused to start the command: {e}"
+                    ) from e
+                if attempt:
+                    return CommandResult(
+                        command, None, time.monotonic() - start, buffer, connection_lost=True
+                    )
+                # The connection had dropped before the command started: reconnect once.
         pgid: list[int] = []
         pgid_known = asyncio.Event()
         decoder = StreamDecoder()
