@@ -342,6 +342,11 @@ class Fleet:
                 if runner is not None:
                     await _close_quietly(runner)
                 return
+            except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet
+                self._end_without_session(run, "error", EXIT_FAILED, f"{type(e).__name__}: {e}")
+                if runner is not None:
+                    await _close_quietly(runner)
+                return
             try:
                 await self._session(run, runner, record, replay_of)
             except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet

@@ -110,8 +110,11 @@ class FleetFrontend(RunFrontend):
             canary=req.canary,
             on_event=on_event,
         )
-        stream = self.console.err
-        view = FleetView(self.console, fleet, stream=stream, live=stream.isatty())
+        # A terminal gets the live table (on stderr); a log gets one line per event (on
+        # stdout, beside the summary), unless stdout carries --json.
+        live = self.console.err.isatty()
+        stream = self.console.err if live or req.json else self.console.out
+        view = FleetView(self.console, fleet, stream=stream, live=live, quiet=req.json)
         if self.line_mode:
             desk = LineFleetDesk(self.console, view, yes=req.yes, answers=req.answers)
             broker = ApprovalBroker(desk)

@@ -93,11 +93,15 @@ def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
 class FleetView:
     """The live table: redrawn in place on a terminal, one line per notable event otherwise."""
 
-    def __init__(self, console: Console, fleet: Fleet, *, stream: TextIO, live: bool) -> None:
+    def __init__(
+        self, console: Console, fleet: Fleet, *, stream: TextIO, live: bool, quiet: bool = False
+    ) -> None:
         self.c = console
         self.fleet = fleet
         self.stream = stream
         self.live = live
+        # Quiet: no event log (stdout carries --json); a terminal still gets the live table.
+        self.quiet = quiet
         self._drawn = 0
         self._paused = 0
         self._task: asyncio.Task[None] | None = None
@@ -156,7 +160,7 @@ class FleetView:
 
     def __call__(self, event: Event) -> None:
         """One line per notable event, prefixed with the host, when the table cannot redraw."""
-        if self.live:
+        if self.live or self.quiet:
             return
         host = event.host or ""
         line: str | None = None
