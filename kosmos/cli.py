@@ -157,6 +157,18 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--skills-dir", action="append", default=[], type=Path, metavar="DIR")
         p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+
+    hosts = sub.add_parser(
+        "hosts",
+        help="list the hosts in ~/.ssh/config",
+        description="List the host aliases in ~/.ssh/config (wildcards left out).",
+    )
+    hosts.add_argument(
+        "--check",
+        action="store_true",
+        help="connect to each in parallel: reachability, auth, OS and latency",
+    )
+    hosts.add_argument("--config", type=Path, help=argparse.SUPPRESS)
     return parser
 
 
@@ -237,6 +249,12 @@ def _cmd_skills(args: argparse.Namespace) -> int:
     return list_skills(settings, args.skills_dir, args.host)
 
 
+def _cmd_hosts(args: argparse.Namespace) -> int:
+    from kosmos.frontends.hosts import hosts_command
+
+    return hosts_command(_settings(args), home=Path.home(), check=args.check)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -248,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "skills":
             return _cmd_skills(args)
+        if args.command == "hosts":
+            return _cmd_hosts(args)
     except KosmosError as e:
         print(f"kosmos: {e}", file=sys.stderr)
         return e.exit_code

@@ -68,3 +68,26 @@ class LineOperator:
             return await self.c.ask_secret(prompt)
         except EndOfInput:
             return None
+
+
+class LinePrompter:
+    """Asks at the terminal while connecting: trust a new host key (y/N), type a passphrase."""
+
+    def __init__(self, console: Console) -> None:
+        self.c = console
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        err = self.c.err
+        self.c.say(f"The authenticity of host '{host}' can't be established.", stream=err)
+        self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
+        try:
+            reply = await self.c.ask("Trust this key and add it to ~/.ssh/known_hosts? [y/N] ")
+        except EndOfInput:
+            return False
+        return reply.strip().lower() in ("y", "yes")
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        try:
+            return await self.c.ask_secret(prompt)
+        except EndOfInput:
+            return None

@@ -14,17 +14,18 @@ from pathlib import Path
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-from kosmos.events import Event, RunFinished
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound
+from kosmos.events import Event, Notice, RunFinished
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
-from kosmos.frontends.line import LineOperator
+from kosmos.frontends.line import LineOperator, LinePrompter
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
+from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
-from kosmos.skills.discovery import SkillLibrary
+from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote_skill
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
 from kosmos.transcript import Transcript, default_path
@@ -95,7 +96,24 @@ def ask_param_in_terminal(console: Console) -> Callable[[Param], str | None]:
 
 async def find_skill(library: SkillLibrary, ref: str, runner: Runner, settings: Settings) -> Skill:
     """A local skill first; then the host's own skills (seed 001: remote skills)."""
-    return library.find(ref)
+    try:
+        return library.find(ref)
+    except SkillNotFound as e:
+        if isinstance(runner, LocalRunner):
+            raise
+        timeout = settings.remote_skill_timeout
+        try:
+            skill = await find_remote_skill(runner, ref, timeout=timeout)
+        except TimeoutError:
+            raise SkillNotFound(
+                f"{e}; {runner.name} did not answer within {timeout:g} s when kosmos looked in "
+                f"{REMOTE_SKILLS_DIR}"
+            ) from None
+        if skill is None:
+            raise SkillNotFound(
+                f"{e}; {runner.name} has none in {REMOTE_SKILLS_DIR} either"
+            ) from None
+        return skill
 
 
 class RunFrontend:
@@ -114,6 +132,7 @@ class RunFrontend:
         else:
             self.console = Console()
         self.session: Session | None = None
+        self._emit: Callable[[Event], None] | None = None
 
     def _operator(self) -> Operator:
         if self.line_mode:
@@ -136,6 +155,13 @@ class RunFrontend:
 
         return emit
 
+    def _notify(self, message: str) -> None:
+        """A host's news (a reconnect): into the run's events once the run has started."""
+        if self._emit is not None:
+            self._emit(Notice(message=message, host=self.request.host))
+        else:
+            self.console.say(self.console.style(message, "33"), stream=self.console.err)
+
     def fail_early(self, error: KosmosError) -> int:
         """An error before the session started: one line on stderr (and a --json result line)."""
         self.console.error(f"kosmos: {error}")
@@ -151,7 +177,8 @@ class RunFrontend:
         req, settings = self.request, self.settings
         prompts = Prompts.load(settings.prompts_file)
         library = skill_library(settings, req.skills_dirs, self.env, self.home)
-        runner = make_runner(req.host, settings)
+        prompter = None if req.non_interactive else LinePrompter(self.console)
+        runner = make_runner(req.host, settings, prompter=prompter, notify=self._notify)
         try:
             await runner.connect()
             skill = await find_skill(library, req.skill, runner, settings)
@@ -179,6 +206,7 @@ class RunFrontend:
             prompt=req.prompt,
             non_interactive=req.non_interactive,
         )
+        self._emit = self._emitter(transcript)
         session = Session(
             skill,
             params=params,
@@ -186,7 +214,7 @@ class RunFrontend:
             provider=provider,
             operator=self._operator(),
             prompts=prompts,
-            emit=self._emitter(transcript),
+            emit=self._emit,
             options=options,
             run_id=run_id,
             transcript=str(path),
@@ -195,6 +223,7 @@ class RunFrontend:
         try:
             result = await self._drive(session)
         finally:
+            self._emit = None
             self.console.stop_spinner()
             transcript.close()
             await provider.aclose()
