@@ -16,14 +16,18 @@ def runner_for(target: str = "inproc", **kw: object) -> SSHRunner:
 
 
 async def test_runs_a_command_and_reports_its_exit_status(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: tuple[asyncssh.SSHKey, asyncssh.SSHKey]
+    ssh_home: Path,
+    ssh_server: InProcessSSHServer,
+    ssh_keys: tuple[asyncssh.SSHKey, asyncssh.SSHKey],
 ) -> None:
     write_client_home(ssh_home, ssh_server, ssh_keys[1])
     runner = runner_for()
     try:
         await runner.connect()
         chunks: list[str] = []
-        result = await runner.run("echo hello; echo oops >&2; exit 3", timeout=10, on_output=chunks.append)
+        result = await runner.run(
+            "echo hello; echo oops >&2; exit 3", timeout=10, on_output=chunks.append
+        )
     finally:
         await runner.close()
     assert result.exit_code == 3

@@ -68,6 +68,10 @@ class FleetDesk(Protocol):
         """An LLM error on one host: True sends the same request again."""
         ...
 
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        """A host's unknown SSH key: True trusts it."""
+        ...
+
 
 @dataclass
 class _Pending:
@@ -190,6 +194,10 @@ class ApprovalBroker:
         async with self._lock:
             return await self.desk.retry(host, error)
 
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        async with self._lock:
+            return await self.desk.confirm_host_key(host, key_type, fingerprint)
+
     def _notify(self, host: str, waiting: bool) -> None:
         if self.on_waiting is not None:
             self.on_waiting(host, waiting)
@@ -202,7 +210,8 @@ class ApprovalBroker:
 
 
 class HostDesk:
-    """One host's `Operator` in a fleet: every question goes through the shared broker."""
+    """One host's `Operator` (and `HostPrompter`) in a fleet: every question goes through the
+    shared broker."""
 
     def __init__(self, broker: ApprovalBroker, host: str) -> None:
         self.broker = broker
@@ -219,3 +228,6 @@ class HostDesk:
 
     async def ask_secret(self, prompt: str) -> str | None:
         return await self.broker.ask_secret(self.host, prompt)
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        return await self.broker.confirm_host_key(self.host, key_type, fingerprint)

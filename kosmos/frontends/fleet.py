@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.events import Event
+from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.orchestrator import Fleet, FleetFinished, SessionParts
 from kosmos.fleet.targets import HostSpec, resolve_hosts
@@ -38,6 +38,9 @@ def _safe(name: str) -> str:
 class FleetFrontend(RunFrontend):
     """One skill on many hosts, in line mode or headless; transcripts in one run directory."""
 
+    broker: ApprovalBroker | None = None
+    on_event: Callable[[Event], None] | None = None
+
     def hosts(self) -> list[HostSpec]:
         req = self.request
         return resolve_hosts(
@@ -48,7 +51,13 @@ class FleetFrontend(RunFrontend):
         )
 
     def open_runner(self, spec: HostSpec) -> Runner:
-        return make_runner(spec.target, self.settings)
+        prompter = self.broker.desk_for(spec.name) if self.broker is not None else None
+
+        def notify(message: str) -> None:
+            if self.on_event is not None:
+                self.on_event(Notice(message=message, host=spec.name))
+
+        return make_runner(spec.target, self.settings, prompter=prompter, notify=notify)
 
     async def run(self) -> int:
         req, settings = self.request, self.settings
@@ -92,11 +101,9 @@ class FleetFrontend(RunFrontend):
         def make_session(parts: SessionParts) -> Session:
             return self._session(skill, params, parts, prompts, options, run_id, transcript_path)
 
-        broker: ApprovalBroker | None = None
-
         def make_operator(spec: HostSpec) -> Operator:
-            if broker is not None:
-                return broker.desk_for(spec.name)
+            if self.broker is not None:
+                return self.broker.desk_for(spec.name)
             return HeadlessOperator(yes=req.yes, answers=req.answers)
 
         fleet = Fleet(
@@ -117,7 +124,8 @@ class FleetFrontend(RunFrontend):
         view = FleetView(self.console, fleet, stream=stream, live=live, quiet=req.json)
         if self.line_mode:
             desk = LineFleetDesk(self.console, view, yes=req.yes, answers=req.answers)
-            broker = ApprovalBroker(desk)
+            self.broker = ApprovalBroker(desk)
+        self.on_event = on_event
         if not req.json:
             where = f" · canary {req.canary}" if req.canary else ""
             self.console.say(
@@ -130,8 +138,8 @@ class FleetFrontend(RunFrontend):
             result = await self._drive(fleet)
         finally:
             await view.stop()
-            if broker is not None:
-                await broker.aclose()
+            if self.broker is not None:
+                await self.broker.aclose()
             for t in transcripts.values():
                 t.close()
             await provider.aclose()

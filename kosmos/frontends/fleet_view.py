@@ -271,3 +271,14 @@ class LineFleetDesk:
 
     async def retry(self, host: str, error: KosmosError) -> bool:
         return False
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        with self.view.paused():
+            err = self.c.err
+            self.c.say(f"{host}: the authenticity of the host can't be established.", stream=err)
+            self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
+            try:
+                reply = await self.c.ask(f"Trust {host}'s key and add it to known_hosts? [y/N] ")
+            except EndOfInput:
+                return False
+            return reply.strip().lower() in ("y", "yes")
