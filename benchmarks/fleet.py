@@ -7,6 +7,7 @@ like the tests' fixture). A scripted LLM in its own process answers every reques
 
 * kosmos, in-process: `FleetFrontend.run()` with transcripts (fsync per event), the live
   event log, per-host knowledge lookups and 4 LLM round trips per host;
+* kosmos --canary: in-process, the LLM drives h000, the other hosts replay its run;
 * kosmos, CLI: the same as `kosmos run` in a fresh process (Python start-up included);
 * bare asyncssh: `gather` of one connection per host running the 3 commands in turn;
 * ssh + xargs -P N: one `ssh` per host running the 3 commands in one session;
@@ -78,7 +79,9 @@ def write_home(home: Path, sshd: Sshd, n: int) -> Path:
 # -- the contenders ----------------------------------------------------------------------
 
 
-async def kosmos_inprocess(n: int, home: Path, skills: Path, base_url: str, runs: Path) -> None:
+async def kosmos_inprocess(
+    n: int, home: Path, skills: Path, base_url: str, runs: Path, canary: str | None = None
+) -> None:
     env = {"HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
     settings = load_settings({}, env=env, cwd=skills, home=home)
     request = RunRequest(
@@ -89,6 +92,7 @@ async def kosmos_inprocess(n: int, home: Path, skills: Path, base_url: str, runs
         forks=n,
         skills_dirs=(skills,),
         transcript=runs / f"run-{time.monotonic_ns()}",
+        canary=canary,
     )
     frontend = FleetFrontend(request, settings, env=env, home=home)
     frontend.console = Console(out=io.StringIO(), err=io.StringIO(), color=False)
@@ -215,6 +219,10 @@ def main() -> None:
                     ),
                     "kosmos (in-process)": timed(
                         lambda n=n, h=home: kosmos_inprocess(n, h, skills, base_url, runs),
+                        args.repeat,
+                    ),
+                    "kosmos --canary": timed(
+                        lambda n=n, h=home: kosmos_inprocess(n, h, skills, base_url, runs, "h000"),
                         args.repeat,
                     ),
                     "kosmos (CLI)": timed(
