@@ -165,15 +165,17 @@ def have_ansible() -> bool:
 # -- measuring ---------------------------------------------------------------------------
 
 
-def timed(run: Callable[[], object], repeat: int) -> float:
-    times = []
+def timed(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median seconds of each contender; one round runs each once, so load changes hit all."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
-        t = time.perf_counter()
-        result = run()
-        if isinstance(result, Awaitable):
-            asyncio.run(result)  # type: ignore[arg-type]
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for name, run in runs.items():
+            t = time.perf_counter()
+            result = run()
+            if isinstance(result, Awaitable):
+                asyncio.run(result)  # type: ignore[arg-type]
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 @contextlib.contextmanager
@@ -213,27 +215,20 @@ def main() -> None:
                 home = tmp / f"home-{n}"
                 config = write_home(home, sshd, n)
                 os.environ["HOME"] = str(home)  # asyncssh reads ~/.ssh from $HOME
-                figures = {
-                    "bare asyncssh gather": timed(
-                        lambda n=n, c=config: bare_asyncssh(n, c), args.repeat
+                contenders: dict[str, Callable[[], object]] = {
+                    "bare asyncssh gather": lambda n=n, c=config: bare_asyncssh(n, c),
+                    "kosmos (in-process)": lambda n=n, h=home: kosmos_inprocess(
+                        n, h, skills, base_url, runs
                     ),
-                    "kosmos (in-process)": timed(
-                        lambda n=n, h=home: kosmos_inprocess(n, h, skills, base_url, runs),
-                        args.repeat,
+                    "kosmos --canary": lambda n=n, h=home: kosmos_inprocess(
+                        n, h, skills, base_url, runs, "h000"
                     ),
-                    "kosmos --canary": timed(
-                        lambda n=n, h=home: kosmos_inprocess(n, h, skills, base_url, runs, "h000"),
-                        args.repeat,
-                    ),
-                    "kosmos (CLI)": timed(
-                        lambda n=n, h=home: kosmos_cli(n, h, skills, base_url, runs), args.repeat
-                    ),
-                    "ssh + xargs -P": timed(lambda n=n, c=config: ssh_xargs(n, c), args.repeat),
+                    "kosmos (CLI)": lambda n=n, h=home: kosmos_cli(n, h, skills, base_url, runs),
+                    "ssh + xargs -P": lambda n=n, c=config: ssh_xargs(n, c),
                 }
                 if ansible:
-                    figures["ansible ad-hoc"] = timed(
-                        lambda n=n: ansible_adhoc(n, sshd, tmp), args.repeat
-                    )
+                    contenders["ansible ad-hoc"] = lambda n=n: ansible_adhoc(n, sshd, tmp)
+                figures = timed(contenders, args.repeat)
                 rows.append((n, figures))
     finally:
         sshd.stop()

@@ -279,3 +279,21 @@ async def test_canary_must_be_one_of_the_hosts(llm: ScriptedLLM, tmp_path: Path)
 
 def test_three_step_script_is_what_the_tests_assume() -> None:
     assert THREE[-1].startswith("[DONE]")
+
+
+def test_journal_keeps_each_hosts_events_in_order(tmp_path: Path) -> None:
+    from kosmos.events import CommandOutput, Notice
+    from kosmos.fleet.journal import Journal
+    from kosmos.transcript import read_transcript
+
+    journal = Journal(tmp_path / "run")
+    hosts = [f"h{i}" for i in range(5)] + ["odd/name"]
+    for i in range(300):
+        for host in hosts:
+            journal.write(Notice(host=host, message=f"{host} {i}"))
+    journal.write(CommandOutput(host="h0", step=1, text="live only"))
+    journal.close()
+    for host in hosts:
+        events = read_transcript(journal.path(host))
+        assert [e.message for e in events] == [f"{host} {i}" for i in range(300)]
+    assert journal.path("odd/name").name == "odd_name.jsonl"

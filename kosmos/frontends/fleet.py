@@ -16,6 +16,7 @@ from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
+from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import Fleet, FleetFinished, SessionParts
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
@@ -28,7 +29,6 @@ from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
-from kosmos.transcript import Transcript
 
 
 def _safe(name: str) -> str:
@@ -72,9 +72,8 @@ class FleetFrontend(RunFrontend):
         run_dir = req.transcript or settings.transcript_dir / (
             f"{stamp}-{_safe(skill.name)}-fleet-{run_id[:8]}"
         )
-        run_dir.mkdir(parents=True, exist_ok=True)
+        journal = Journal(run_dir)
         provider = make_provider(settings)
-        transcripts: dict[str, Transcript] = {}
         json_out = JsonRenderer() if req.json else None
         options = SessionOptions(
             max_steps=req.max_steps or settings.max_steps,
@@ -86,20 +85,14 @@ class FleetFrontend(RunFrontend):
             non_interactive=req.non_interactive,
         )
 
-        def transcript_path(host: str) -> Path:
-            return run_dir / f"{_safe(host)}.jsonl"
-
         def on_event(event: Event) -> None:
-            if event.host is not None:
-                if event.host not in transcripts:
-                    transcripts[event.host] = Transcript(transcript_path(event.host))
-                transcripts[event.host].write(event)
+            journal.write(event)
             if json_out is not None:
                 json_out(event)
             view(event)
 
         def make_session(parts: SessionParts) -> Session:
-            return self._session(skill, params, parts, prompts, options, run_id, transcript_path)
+            return self._session(skill, params, parts, prompts, options, run_id, journal.path)
 
         def make_operator(spec: HostSpec) -> Operator:
             if self.broker is not None:
@@ -140,8 +133,7 @@ class FleetFrontend(RunFrontend):
             await view.stop()
             if self.broker is not None:
                 await self.broker.aclose()
-            for t in transcripts.values():
-                t.close()
+            journal.close()
             await provider.aclose()
         self._report(result, run_dir, canary=req.canary is not None)
         return result.exit_code
@@ -166,7 +158,7 @@ class FleetFrontend(RunFrontend):
             prompts=prompts,
             emit=parts.emit,
             options=options,
-            run_id=f"{run_id}-{_safe(parts.host.name)}",
+            run_id=f"{run_id}-{parts.host.name}",
             transcript=str(path),
         )
 
