@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import glob
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -11,10 +9,7 @@ from pathlib import Path
 
 from kosmos.errors import UsageError
 from kosmos.fleet.inventory import load_inventory
-
-_WILDCARDS = frozenset("*?!")
-# Include may nest; ssh itself stops at 16 levels.
-_MAX_INCLUDE_DEPTH = 16
+from kosmos.hosts.target import config_aliases
 
 
 @dataclass(frozen=True)
@@ -23,46 +18,6 @@ class HostSpec:
 
     name: str
     target: str
-
-
-def ssh_config_aliases(path: Path) -> list[str]:
-    """Every concrete alias of `Host` lines in an ssh_config (and files it Includes), in order.
-
-    Patterns (`*`, `?`, `!`) are left out: they are not hosts one can connect to.
-    """
-    found: dict[str, None] = {}
-    _read_ssh_config(path, path.parent, found, 0)
-    return list(found)
-
-
-def _read_ssh_config(path: Path, ssh_dir: Path, found: dict[str, None], depth: int) -> None:
-    if depth > _MAX_INCLUDE_DEPTH:
-        return
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, _, rest = line.replace("=", " ", 1).partition(" ")
-        key = key.lower()
-        try:
-            words = shlex.split(rest, comments=True)
-        except ValueError:
-            words = rest.split()
-        if key == "host":
-            for word in words:
-                if not (_WILDCARDS & set(word)):
-                    found.setdefault(word, None)
-        elif key == "include":
-            for word in words:
-                pattern = Path(word).expanduser()
-                if not pattern.is_absolute():
-                    pattern = ssh_dir / pattern
-                for name in sorted(glob.glob(str(pattern))):
-                    _read_ssh_config(Path(name), ssh_dir, found, depth + 1)
 
 
 def resolve_hosts(
@@ -92,7 +47,7 @@ def resolve_hosts(
             host = inv.resolve(name)
             specs.setdefault(name, HostSpec(name, host.target))
     elif pattern is not None:
-        aliases = ssh_config_aliases(ssh_config)
+        aliases = config_aliases(ssh_config)
         globs = [p.strip() for p in pattern.split(",") if p.strip()]
         chosen = [a for a in aliases if any(fnmatchcase(a, g) for g in globs)]
         if not chosen:
