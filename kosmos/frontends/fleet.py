@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
+from kosmos.errors import UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.journal import Journal
@@ -72,6 +73,11 @@ class FleetFrontend(RunFrontend):
         run_dir = req.transcript or settings.transcript_dir / (
             f"{stamp}-{_safe(skill.name)}-fleet-{run_id[:8]}"
         )
+        if run_dir.exists() and not run_dir.is_dir():
+            raise UsageError(
+                f"--transcript {run_dir}: a fleet writes one transcript per host into a "
+                "directory; give a directory (new or existing)"
+            )
         journal = Journal(run_dir)
         provider = make_provider(settings)
         json_out = JsonRenderer() if req.json else None
