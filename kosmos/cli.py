@@ -40,8 +40,18 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--provider", choices=["openai", "gemini"], help="LLM provider (default: openai)"
     )
-    g.add_argument("--base-url", help="OpenAI-compatible API base, e.g. http://localhost:11434/v1")
+    g.add_argument(
+        "--base-url",
+        help="API base of the provider, e.g. http://localhost:11434/v1 "
+        "(gemini: https://generativelanguage.googleapis.com/v1beta)",
+    )
     g.add_argument("--model", help="model name (default: CHEAP, or $AI_MODEL)")
+    g.add_argument(
+        "--protocol",
+        choices=["tags", "json", "tools", "auto"],
+        help="how the LLM answers each step: tags (seed 001, default), json, tools "
+        "(function calling), auto (tools where the provider can, else tags)",
+    )
     p.add_argument(
         "--config",
         type=Path,
@@ -178,6 +188,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "provider": getattr(args, "provider", None),
         "base_url": getattr(args, "base_url", None),
         "model": getattr(args, "model", None),
+        "protocol": getattr(args, "protocol", None),
     }
 
 
@@ -218,6 +229,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         command_timeout=args.command_timeout,
         transcript=args.transcript,
         skills_dirs=args.skills_dir,
+        protocol=args.protocol,
         hosts=args.host,
         hosts_pattern=args.hosts,
         inventory=args.inventory,

@@ -7,13 +7,15 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from kosmos.clean import cap, clean
 from kosmos.engine import history
+from kosmos.engine.envelope import app_command, target_os
 from kosmos.engine.operator import CommandProposal, Operator, Question
-from kosmos.engine.parser import NoDirective, Parsed, canonical, parse_reply
+from kosmos.engine.parser import Parsed
+from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
 from kosmos.errors import (
     EXIT_DONE,
     EXIT_INTERRUPTED,
@@ -68,6 +70,8 @@ class SessionOptions:
     # Headless: a reply without a tag gets a correction instead of an approval request.
     non_interactive: bool = False
     max_format_errors: int = 3
+    # The step protocol: tags (seed 001), json, tools or auto.
+    protocol: str = "tags"
 
 
 def _preview(text: str, limit: int = 200) -> str:
@@ -91,6 +95,7 @@ class Session:
         options: SessionOptions | None = None,
         run_id: str | None = None,
         transcript: str | None = None,
+        protocol: StepProtocol | None = None,
     ) -> None:
         self.skill = skill
         self.params = dict(params)
@@ -110,6 +115,12 @@ class Session:
         self._sent_upto = 0
         self._stop: asyncio.Event | None = None
         self._started = 0.0
+        self._knowledge: str | None = None
+        self._os: str | None = None
+        self._turn = Turn(Reply(), None)  # the reply being acted on
+        self.protocol = protocol or make_protocol(
+            self.options.protocol, provider, prompts, emit=self.emit
+        )
 
     # -- what front ends call ------------------------------------------------------------
 
@@ -138,6 +149,7 @@ class Session:
                 base_url=self.provider.base_url,
                 max_steps=self.options.max_steps,
                 history_mode=self.options.history_mode,
+                protocol=self.protocol.name,
                 transcript=self.transcript,
             )
         )
@@ -168,12 +180,12 @@ class Session:
             knowledge_text = knowledge.text
             self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge.text))
         self.step = 1
-        system = self.prompts.system(self.skill.name, self.skill.body, knowledge_text)
+        self._knowledge = knowledge_text
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
         self.messages = [
-            Message(role="system", content=system),
+            self._system(),
             Message(role="user", content=first),
         ]
 
@@ -183,10 +195,10 @@ class Session:
             self.state = "idle"
             reply = await self._complete()
             step = self.step
-            try:
-                parsed: Parsed | None = parse_reply(reply.text)
-            except NoDirective:
-                parsed = None
+            turn = self.protocol.parse(reply)
+            parsed = turn.parsed
+            if turn.problem and parsed is not None:
+                self.emit(Notice(message=f"step {step}: {turn.problem}"))
             if parsed is None or parsed.inferred:
                 format_errors += 1
                 self.emit(FormatError(step=step, reply=reply.text, count=format_errors))
@@ -197,14 +209,16 @@ class Session:
                         f"{_preview(reply.text)!r}; try a larger model or a lower temperature"
                     )
                 if parsed is None or self.options.non_interactive:
-                    self._add("assistant", reply.text.strip() or "(empty reply)")
                     self._next_step()
-                    self._add(
-                        "user", self.prompts.format_correction(self.step, self.options.max_steps)
+                    self.messages.extend(
+                        self.protocol.correction(turn, self.step, self.options.max_steps)
                     )
                     continue
             else:
                 format_errors = 0
+            if parsed.action is not None:
+                parsed = replace(parsed, text=await self._app_command(parsed))
+                turn = replace(turn, parsed=parsed)
             self.emit(
                 Directive(
                     step=step,
@@ -212,9 +226,12 @@ class Session:
                     text=parsed.text,
                     required=parsed.required,
                     inferred=parsed.inferred,
+                    said=turn.said,
+                    action=parsed.action,
                 )
             )
-            self._add("assistant", parsed.canonical)
+            self._turn = turn
+            self.messages.append(self.protocol.assistant_message(turn))
             if parsed.kind == "done":
                 self.state = "done"
                 return self._finish("done", parsed.text, EXIT_DONE)
@@ -227,10 +244,17 @@ class Session:
                 content = await self._ask(parsed, step)
             else:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
-            self._add("user", content)
+            self.messages.append(self.protocol.result_message(turn, content))
 
-    def _add(self, role: Literal["assistant", "user"], content: str) -> None:
-        self.messages.append(Message(role=role, content=content))
+    def _system(self) -> Message:
+        text = self.protocol.system_prompt(self.skill.name, self.skill.body, self._knowledge)
+        return Message(role="system", content=text)
+
+    async def _app_command(self, parsed: Parsed) -> str:
+        """The OS command an envelope action (seed 000) becomes on this host."""
+        if self._os is None:
+            self._os = await target_os(self.runner, timeout=self.options.knowledge_timeout)
+        return app_command(parsed.action or "", parsed.args, self._os)
 
     def _next_step(self) -> None:
         if self.step + 1 > self.options.max_steps:
@@ -254,8 +278,15 @@ class Session:
         while True:
             started = time.monotonic()
             try:
-                reply = await self.provider.complete(sent, on_retry=on_retry)
+                reply = await self.protocol.complete(sent, step=step, on_retry=on_retry)
                 break
+            except ProtocolSwitched:
+                # auto fell back to tags: the system prompt changes with the protocol.
+                self.messages[0] = self._system()
+                sent = history.view(
+                    self.messages, self.options.history_mode, self.options.history_max
+                )
+                continue
             except LLMError as e:
                 if not await self.operator.retry(e):
                     raise
@@ -267,6 +298,7 @@ class Session:
                 duration_s=time.monotonic() - started,
                 finish_reason=reply.finish_reason,
                 usage=reply.usage,
+                tool_calls=reply.tool_calls,
             )
         )
         return reply
@@ -288,7 +320,7 @@ class Session:
             return self.prompts.skipped(self.step, self.options.max_steps)
         if command != parsed.text:
             # The LLM sees the command that really ran as its own proposal.
-            self.messages[-1] = Message(role="assistant", content=canonical("cmd", command))
+            self.messages[-1] = self.protocol.assistant_message(self._turn, command)
         self.emit(CommandStarted(step=step, command=command))
         self._stop = asyncio.Event()
         try:

@@ -89,6 +89,8 @@ class FleetFrontend(RunFrontend):
             history_max=skill.history_max,
             prompt=req.prompt,
             non_interactive=req.non_interactive,
+            # --protocol > the skill's frontmatter > the config file > tags.
+            protocol=req.protocol or skill.protocol or settings.protocol,
         )
 
         def on_event(event: Event) -> None:

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from kosmos.events import (
     Answer,
+    CapabilityFallback,
     CommandDecision,
     CommandFinished,
     CommandOutput,
@@ -46,6 +47,7 @@ class TextRenderer:
                 c.say(
                     c.style(f"▶ {event.skill}", "1")
                     + f" on {event.host} · model {event.model} · up to {event.max_steps} steps"
+                    + (f" · protocol {event.protocol}" if event.protocol != "tags" else "")
                 )
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
@@ -89,6 +91,14 @@ class TextRenderer:
                 c.say(c.style(f"  ↳ {shown}", "2"))
             case Notice():
                 c.say(c.style(f"  ! {event.message}", "33"), stream=c.err)
+            case CapabilityFallback():
+                c.say(
+                    c.style(
+                        f"  ! the LLM refused {event.capability}; using {event.next} from now on",
+                        "33",
+                    ),
+                    stream=c.err,
+                )
             case RunFinished():
                 self._result(event)
             case _:
@@ -96,6 +106,8 @@ class TextRenderer:
 
     def _directive(self, event: Directive) -> None:
         c = self.c
+        if event.said and event.said != event.text:
+            c.say(c.style(f"[{event.step}] ", "34") + event.said)
         if event.kind == "cmd":
             note = c.style(" (inferred: the reply had no tag)", "33") if event.inferred else ""
             c.say(c.style(f"[{event.step}] $ ", "36") + c.style(event.text, "1") + note)

@@ -15,10 +15,11 @@ from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound
-from kosmos.events import Event, Notice, RunFinished
+from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
+from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.local import LocalRunner
@@ -47,6 +48,7 @@ class RunRequest:
     command_timeout: float | None = None
     transcript: Path | None = None
     skills_dirs: Sequence[Path] = field(default_factory=tuple)
+    protocol: str | None = None
     # A fleet: every --host, a --hosts pattern, an inventory (issue: fleets).
     hosts: Sequence[str] = ()
     hosts_pattern: str | None = None
@@ -132,6 +134,8 @@ class RunFrontend:
         else:
             self.console = Console()
         self.session: Session | None = None
+        # Events from before the run started (the parameter dialogue), for the transcript.
+        self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
 
     def _operator(self) -> Operator:
@@ -146,6 +150,10 @@ class RunFrontend:
 
         def emit(event: Event) -> None:
             transcript.write(event)
+            if isinstance(event, RunStarted):
+                for early in self._early:
+                    transcript.write(early.model_copy(update={"host": event.host}))
+                self._early.clear()
             renderer(event)
             if json_mode and isinstance(event, RunFinished):
                 # stdout carries the JSON; the one-line error and the transcript go to stderr.
@@ -183,7 +191,12 @@ class RunFrontend:
             await runner.connect()
             skill = await find_skill(library, req.skill, runner, settings)
             ask = None if req.non_interactive else ask_param_in_terminal(self.console)
-            params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
+            given = parse_param_flags(req.params)
+            if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
+                given = await collect_in_dialogue(
+                    skill, given, settings, prompts, self.console, emit=self._early.append
+                )
+            params = resolve_params(skill, given, ask=ask)
             return await self._run_session(skill, params, runner, prompts)
         finally:
             await runner.close()
@@ -205,6 +218,8 @@ class RunFrontend:
             history_max=skill.history_max,
             prompt=req.prompt,
             non_interactive=req.non_interactive,
+            # --protocol > the skill's frontmatter > the config file > tags.
+            protocol=req.protocol or skill.protocol or settings.protocol,
         )
         self._emit = self._emitter(transcript)
         session = Session(
