@@ -182,7 +182,6 @@ async def test_approve_once_for_all_hosts(llm: ScriptedLLM, tmp_path: Path) -> N
     assert run.result.exit_code == 0
     # Two commands, six hosts: the operator was asked twice.
     assert [r.proposal.command for r in desk.requests] == ["uname -s", "echo second"]
-    assert desk.requests[0].count >= 2
     for name in names:
         assert [e.command for e in run.of(name, CommandFinished)] == ["uname -s", "echo second"]
 
