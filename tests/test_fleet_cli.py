@@ -123,3 +123,43 @@ def test_line_mode_asks_once_for_all_hosts_and_names_them(
         if e["type"] == "answer"
     }
     assert answers == {"8080", "8081", "8082", "8083"}
+
+
+def test_sigint_ends_every_host_and_still_prints_the_summary(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    llm.default = scripted(["[CMD] echo started; sleep 30", "[DONE] too late"])
+    run_dir = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kosmos", "run", "probe", *skills(tmp_path)]
+        + ["-i", str(local_inventory(tmp_path)), "--non-interactive", "--yes"]
+        + ["--transcript", str(run_dir)],
+        env=cli_env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    started = set()
+    deadline = time.monotonic() + 30
+    while len(started) < 4 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if "$ echo started" in line:
+            started.add(line.split()[0])
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert started == {"web1", "web2", "web3", "db1"}
+    fleet = json.loads((run_dir / "fleet.json").read_text())
+    assert fleet["exit_code"] == 130 and fleet["counts"] == {"aborted": 4}
+    assert "0 of 4 hosts done; 4 aborted" in out
+    for host in started:
+        last = json.loads((run_dir / f"{host}.jsonl").read_text().splitlines()[-1])
+        assert last["type"] == "result" and last["status"] == "aborted"
