@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tests.conftest import run_cli
@@ -133,7 +134,8 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
     import sys
     import time
 
-    llm.default = scripted(["[CMD] echo started; sleep 30", "[DONE] too late"])
+    marker = f"{29 + (os.getpid() % 1000) / 1000:.3f}"  # a sleep only this test starts
+    llm.default = scripted([f"[CMD] echo started; sleep {marker}", "[DONE] too late"])
     run_dir = tmp_path / "r"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kosmos", "run", "probe", *skills(tmp_path)]
@@ -153,6 +155,7 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
         line = proc.stdout.readline()
         if "$ echo started" in line:
             started.add(line.split()[0])
+    # Right after the last host announced its command: some may still be starting it.
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -163,3 +166,6 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
     for host in started:
         last = json.loads((run_dir / f"{host}.jsonl").read_text().splitlines()[-1])
         assert last["type"] == "result" and last["status"] == "aborted"
+    # kosmos ended every host's command before it exited: none of them outlives it.
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout == ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -289,7 +289,7 @@ class Fleet:
         self._started = time.monotonic()
         try:
             if self.canary is None:
-                await asyncio.gather(*(self._host(r) for r in self.runs.values()))
+                await _all([self._host(r) for r in self.runs.values()])
             else:
                 await self._with_canary(self.runs[self.canary])
         finally:
@@ -317,7 +317,7 @@ class Fleet:
                     f"not run: the canary {canary.name} ended {canary.result.status}",
                 )
             return
-        await asyncio.gather(*(self._host(r, replay_of=record) for r in others))
+        await _all([self._host(r, replay_of=record) for r in others])
 
     async def _host(
         self,
@@ -473,6 +473,25 @@ class Fleet:
 _RESULT_STATUSES = frozenset(
     {"done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"}
 )
+
+
+async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
+    """Run the hosts' coroutines together; cancelled, wait until every host has cleaned up.
+
+    A plain gather returns as soon as the first child is cancelled, while the others are still
+    ending their commands; the process trees of those would outlive kosmos.
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        # gather has asked each host to stop once; a second request would cut short the
+        # shielded clean-up of a command being ended.
+        for task in tasks:
+            if not task.done() and not task.cancelling():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def _close_quietly(runner: Runner) -> None:
