@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -349,3 +350,45 @@ async def test_exit_codes(
     )
     assert code == expected, err
     assert json_lines(out)[-1]["exit_code"] == expected
+
+
+async def test_sigint_ends_every_remote_command(
+    remote: Sshd, llm: ScriptedLLM, home: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    import signal
+
+    names = WEB[:4]
+    fleet_home(home, remote, names)
+    llm.default = scripted(["[CMD] echo started; sleep 30 & sleep 30", "[DONE] too late"])
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kosmos",
+        "run",
+        "probe",
+        "--skills-dir",
+        str(skill_dir(tmp_path)),
+        "--hosts",
+        "web*",
+        "--non-interactive",
+        "--yes",
+        env=cli_env,
+        cwd=tmp_path,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    started: set[str] = set()
+    while len(started) < 4:
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        if "$ echo started" in line:
+            started.add(line.split()[0])
+    proc.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    left = remote.user_processes()
+    # Whatever the outcome, leave no process of the test user behind for the next tests.
+    subprocess.run(["pkill", "-KILL", "-u", remote.user], check=False)
+    assert proc.returncode == 130, err.decode()
+    assert "4 aborted" in out.decode()
+    assert left == []

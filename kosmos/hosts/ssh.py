@@ -263,7 +263,7 @@ class SSHRunner:
                 cancelled = not timed_out
                 await self._end(link, proc, pgid, work)
         except asyncio.CancelledError:
-            await asyncio.shield(self._end(conn, proc, pgid, work))
+            await asyncio.shield(self._end(link, proc, pgid, work))
             raise
         finally:
             for task in (stopper, lost):
