@@ -154,6 +154,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _llm_flags(run)
 
+    chat = sub.add_parser(
+        "chat",
+        help="talk to an agent whose tools are the skills and HTTP services",
+        description="A line-mode chat: say what you need; kosmos picks a skill or an HTTP "
+        "tool from kosmos.yaml, checks its parameters and runs it.",
+    )
+    chat.add_argument(
+        "--host",
+        default="local",
+        metavar="TARGET",
+        help="where skills run: local (default), [user@]host[:port] or an ~/.ssh/config alias",
+    )
+    chat.add_argument(
+        "--lang", choices=["en", "ru"], help="language of the messages (default: from the locale)"
+    )
+    chat.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="the detailed log (default: ~/.local/state/kosmos/chat/TIME.log)",
+    )
+    chat.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also log every request and response body (secrets masked)",
+    )
+    chat.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
+    _llm_flags(chat)
+
     skills = sub.add_parser(
         "skills", help="list or show skills", description="List or show skills."
     )
@@ -252,6 +288,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from kosmos.frontends.chat import ChatFrontend, ChatRequest
+
+    request = ChatRequest(
+        host=args.host,
+        lang=args.lang,
+        log=args.log,
+        verbose=args.verbose,
+        skills_dirs=args.skills_dir,
+    )
+    frontend = ChatFrontend(request, _settings(args), env=dict(os.environ), home=Path.home())
+    return asyncio.run(frontend.run())
+
+
 def _cmd_skills(args: argparse.Namespace) -> int:
     from kosmos.frontends.skills import list_skills, show_skill
 
@@ -278,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "skills":
             return _cmd_skills(args)
+        if args.command == "chat":
+            return _cmd_chat(args)
         if args.command == "hosts":
             return _cmd_hosts(args)
     except KosmosError as e:

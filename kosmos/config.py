@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from kosmos.chat.settings import ChatSettings
 from kosmos.errors import ConfigError
 
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
@@ -90,6 +91,7 @@ class Settings(BaseModel):
     transcript_dir: Path | None = None
     prompts_file: Path | None = None
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
+    chat: ChatSettings = ChatSettings()
 
     def chat_url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
@@ -145,6 +147,7 @@ ALLOWED = {
     "transcript_dir": "a directory",
     "prompts_file": "a JSON file of prompt texts",
     "hosts": "a mapping of host name to settings (policy: ask, read-only or auto)",
+    "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
 }
 
 

@@ -134,6 +134,7 @@ class RunFrontend:
         else:
             self.console = Console()
         self.session: Session | None = None
+        self.result: RunFinished | None = None
         # Events from before the run started (the parameter dialogue), for the transcript.
         self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
@@ -201,6 +202,14 @@ class RunFrontend:
         finally:
             await runner.close()
 
+    async def run_loaded(
+        self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
+    ) -> RunFinished:
+        """Run a loaded skill with resolved params on a connected runner (`kosmos chat`)."""
+        await self._run_session(skill, params, runner, prompts)
+        assert self.result is not None
+        return self.result
+
     async def _run_session(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
     ) -> int:
@@ -236,7 +245,7 @@ class RunFrontend:
         )
         self.session = session
         try:
-            result = await self._drive(session)
+            result = self.result = await self._drive(session)
         finally:
             self._emit = None
             self.console.stop_spinner()
