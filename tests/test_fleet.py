@@ -296,3 +296,42 @@ def test_journal_keeps_each_hosts_events_in_order(tmp_path: Path) -> None:
         events = read_transcript(journal.path(host))
         assert [e.message for e in events] == [f"{host} {i}" for i in range(300)]
     assert journal.path("odd/name").name == "odd_name.jsonl"
+
+
+@pytest.mark.parametrize("protocol", ["tools", "json"])
+async def test_canary_replays_every_step_protocol(
+    llm: ScriptedLLM, tmp_path: Path, protocol: str
+) -> None:
+    from kosmos.engine.session import SessionOptions
+    from tests.llmserver import call, calls
+
+    steps = {
+        "tools": [
+            calls(call("run_command", id="c1", command="cat code; exit $(cat code)")),
+            calls(call("finish", id="c2", summary="all good")),
+        ],
+        "json": [
+            '{"action": "cmd", "text": "cat code; exit $(cat code)"}',
+            '{"action": "done", "text": "all good"}',
+        ],
+    }[protocol]
+
+    def reply(record: Recorded) -> object:
+        answered = sum(1 for m in record.messages if m["role"] == "assistant")
+        return steps[min(answered, len(steps) - 1)]
+
+    llm.default = reply
+    names = ["c", "r1", "r2", "odd"]
+    run = await run_fleet(
+        llm.base_url,
+        names,
+        open_runner=Hosts(host_dirs(tmp_path, names, codes={"odd": 1})),
+        canary="c",
+        options=SessionOptions(non_interactive=True, protocol=protocol),
+    )
+    assert run.result.exit_code == 0, run.result
+    assert [host_of(r) for r in llm.requests] == ["c", "c", "odd"]
+    for name in ("r1", "r2"):
+        h = run.host(name)
+        assert (h.status, h.mode, h.message, h.last_exit_code) == ("done", "replay", "all good", 0)
+    assert run.host("odd").mode == "diverged" and run.host("odd").last_exit_code == 1

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
 from kosmos.errors import KosmosError
 from kosmos.events import Answer, CommandDecision, CommandFinished, Event, LLMReply, Message, Notice
-from kosmos.llm.http import OnRetry
 from kosmos.llm.provider import Provider, Reply
 
 
@@ -31,14 +31,21 @@ class CanaryRecord:
     """What the canary's LLM said and what its commands did, in order."""
 
     host: str
-    replies: list[str] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
     commands: list[RecordedCommand] = field(default_factory=list)
     answers: list[str | None] = field(default_factory=list)
 
     def observe(self, event: Event) -> None:
         """Feed every event of the canary's session, in order."""
         if isinstance(event, LLMReply):
-            self.replies.append(event.content)
+            # Text and tool calls alike: the replay serves every step protocol.
+            self.replies.append(
+                Reply(
+                    text=event.content,
+                    tool_calls=list(event.tool_calls),
+                    finish_reason=event.finish_reason,
+                )
+            )
         elif isinstance(event, CommandFinished):
             self.commands.append(
                 RecordedCommand(event.command, event.exit_code, event.timed_out or event.cancelled)
@@ -109,12 +116,12 @@ class Replay:
             return self.record.commands[self._commands]
         return None
 
-    def next_reply(self) -> str | None:
+    def next_reply(self) -> Reply | None:
         if not self.following or self._replies >= len(self.record.replies):
             return None
-        text = self.record.replies[self._replies]
+        reply = self.record.replies[self._replies]
         self._replies += 1
-        return text
+        return reply
 
     def next_answer(self) -> tuple[bool, str | None]:
         if not self.following or self._answers >= len(self.record.answers):
@@ -140,16 +147,18 @@ class ReplayProvider:
         self.model = replay.real_provider.model
         self.base_url = replay.real_provider.base_url
 
-    async def complete(
-        self, messages: Sequence[Message], *, on_retry: OnRetry | None = None
-    ) -> Reply:
-        text = self.replay.next_reply()
-        if text is not None:
-            return Reply(text=text, finish_reason="replay")
+    @property
+    def capabilities(self) -> Any:
+        return self.replay.real_provider.capabilities
+
+    async def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
+        reply = self.replay.next_reply()
+        if reply is not None:
+            return reply
         if self.replay.following:
             # The canary's replies ran out without a [DONE] (cannot happen for a done run).
             self.replay.diverge(0, "the canary's replies ran out")
-        return await self.replay.real_provider.complete(messages, on_retry=on_retry)
+        return await self.replay.real_provider.complete(messages, **kwargs)
 
     async def aclose(self) -> None:
         return None

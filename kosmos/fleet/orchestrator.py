@@ -42,7 +42,6 @@ from kosmos.events import (
 from kosmos.fleet.canary import CanaryRecord, Replay
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.runner import Runner
-from kosmos.llm.http import OnRetry
 from kosmos.llm.provider import Provider, Reply
 
 # DESIGN: a fleet exits with the first of these codes that some host ended with.
@@ -180,9 +179,14 @@ class BoundedProvider:
         self.base_url = provider.base_url
         self._slots = asyncio.Semaphore(limit)
 
-    async def complete(self, messages: Sequence[Any], *, on_retry: OnRetry | None = None) -> Reply:
+    @property
+    def capabilities(self) -> Any:
+        # Shared on purpose: a capability one host's request had refused stays off for all.
+        return self.inner.capabilities
+
+    async def complete(self, messages: Sequence[Any], **kwargs: Any) -> Reply:
         async with self._slots:
-            return await self.inner.complete(messages, on_retry=on_retry)
+            return await self.inner.complete(messages, **kwargs)
 
     async def aclose(self) -> None:
         return None
