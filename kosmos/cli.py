@@ -70,7 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a skill on a host", description="Run a skill on a host.")
     run.add_argument(
-        "skill", metavar="SKILL", help="skill name, or a path to a SKILL.md or its folder"
+        "skill",
+        metavar="SKILL",
+        nargs="?",
+        help="skill name, or a path to a SKILL.md or its folder (optional with --resume)",
     )
     run.add_argument(
         "--host",
@@ -125,7 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--non-interactive", action="store_true", help="never read the terminal (CI)")
     run.add_argument(
-        "-y", "--yes", action="store_true", help="run proposed commands without asking"
+        "-y",
+        "--yes",
+        action="store_true",
+        help="run proposed commands without asking (--policy auto; dangerous ones still ask)",
+    )
+    run.add_argument(
+        "--policy",
+        choices=["ask", "read-only", "auto"],
+        help="ask for every command (default), run read-only ones unasked, or run all unasked",
+    )
+    run.add_argument(
+        "--allow-dangerous",
+        action="store_true",
+        help="with --non-interactive: let dangerous commands run (they are refused otherwise)",
     )
     run.add_argument(
         "--json",
@@ -151,6 +167,24 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="look for skills here first (repeatable)",
+    )
+    rec = run.add_argument_group("recovery")
+    rec.add_argument(
+        "--resume",
+        type=Path,
+        metavar="TRANSCRIPT",
+        help="continue a run that was stopped or killed, from its transcript",
+    )
+    rec.add_argument(
+        "--replay",
+        metavar="TRANSCRIPT",
+        help="play back a transcript's LLM replies instead of calling an LLM; 'bundled' "
+        "replays the recording shipped with the skill",
+    )
+    rec.add_argument(
+        "--replay-tolerant",
+        action="store_true",
+        help="with --replay: only warn where the output differs from the recording",
     )
     _llm_flags(run)
 
@@ -249,12 +283,22 @@ def _run_frontend(request: Any, settings: Settings) -> Any:
     return RunFrontend(request, settings, env=dict(os.environ), home=Path.home())
 
 
+def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Flag combinations argparse cannot express; each error exits 2 with what to do."""
+    if args.skill is None and args.resume is None:
+        parser.error("run: name a SKILL, or pass --resume TRANSCRIPT to continue a run")
+    if args.resume is not None and args.replay is not None:
+        parser.error("run: --resume and --replay cannot be combined; use one of them")
+    if args.replay_tolerant and args.replay is None:
+        parser.error("run: --replay-tolerant only applies with --replay TRANSCRIPT")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from kosmos.frontends.run import RunRequest
 
     request = RunRequest(
         skill=args.skill,
-        host=args.host[0] if len(args.host) == 1 else "local",
+        host=args.host[0] if len(args.host) == 1 else None,
         params=args.param,
         prompt=args.prompt,
         answers=args.answer,
@@ -265,6 +309,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         command_timeout=args.command_timeout,
         transcript=args.transcript,
         skills_dirs=args.skills_dir,
+        policy=args.policy,
+        allow_dangerous=args.allow_dangerous,
+        resume=args.resume,
+        replay=args.replay,
+        replay_tolerant=args.replay_tolerant,
         protocol=args.protocol,
         hosts=args.host,
         hosts_pattern=args.hosts,
@@ -323,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "run":
+        _check_run_flags(parser, args)
     try:
         if args.command == "run":
             return _cmd_run(args)

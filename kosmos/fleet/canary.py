@@ -1,7 +1,7 @@
 """--canary: the LLM drives one host; the others replay its run without calling the LLM.
 
-A replayed host gets the canary's replies in order from a `ReplayProvider` and the canary's
-answers from a `ReplayOperator`; its commands still run for real, and still pass its own
+A replayed host gets the canary's replies in order from a `CanaryProvider` and the canary's
+answers from a `CanaryOperator`; its commands still run for real, and still pass its own
 approval policy. As soon as one of its commands ends differently from the canary's (another
 exit status, a timeout, a skip, an edit), the host diverges: from then on its requests go
 to the real LLM, which sees the whole conversation so far with this host's own outputs.
@@ -72,8 +72,8 @@ class Replay:
         self._replies = 0
         self._commands = 0
         self._answers = 0
-        self.provider = ReplayProvider(self)
-        self.operator = ReplayOperator(self)
+        self.provider = CanaryProvider(self)
+        self.operator = CanaryOperator(self)
 
     @property
     def following(self) -> bool:
@@ -137,7 +137,7 @@ def _status(exit_code: int | None, timed_out: bool) -> str:
     return "an unknown status" if exit_code is None else f"exit {exit_code}"
 
 
-class ReplayProvider:
+class CanaryProvider:
     """The canary's replies while the host follows it; the real LLM after it diverges."""
 
     name = "replay"
@@ -164,7 +164,7 @@ class ReplayProvider:
         return None
 
 
-class ReplayOperator:
+class CanaryOperator:
     """Answers questions as the canary's operator did; approvals stay with this host's own."""
 
     def __init__(self, replay: Replay) -> None:

@@ -259,6 +259,7 @@ class Fleet:
         llm_concurrency: int | None = None,
         canary: str | None = None,
         on_event: Emit | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         if not hosts:
             raise UsageError("no hosts to run on; give --host, --hosts or -i INVENTORY")
@@ -276,6 +277,8 @@ class Fleet:
         self.forks = forks
         self.canary = canary
         self.on_event = on_event
+        # Sessions mask secrets in their own events; this masks the fleet's (connect errors).
+        self.redact = redact or (lambda text: text)
         self.runs = {h.name: HostRun(h, canary=h.name == canary) for h in hosts}
         self._forks = asyncio.Semaphore(forks)
         self._started = 0.0
@@ -421,7 +424,7 @@ class Fleet:
             host=run.name,
             status=status if status in _RESULT_STATUSES else "error",  # type: ignore[arg-type]
             steps=run.step,
-            message=message,
+            message=self.redact(message),
             exit_code=exit_code,
             duration_s=run.elapsed(),
         )

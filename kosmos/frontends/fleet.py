@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import re
 import signal
@@ -12,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from kosmos.engine.approval import Policy
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import UsageError
@@ -23,7 +25,12 @@ from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.render import JsonRenderer
-from kosmos.frontends.run import RunFrontend, ask_param_in_terminal, skill_library
+from kosmos.frontends.run import (
+    RunFrontend,
+    ask_param_in_terminal,
+    resolve_policy,
+    skill_library,
+)
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
@@ -56,12 +63,25 @@ class FleetFrontend(RunFrontend):
 
         def notify(message: str) -> None:
             if self.on_event is not None:
-                self.on_event(Notice(message=message, host=spec.name))
+                self.on_event(Notice(message=self.redactor(message), host=spec.name))
 
         return make_runner(spec.target, self.settings, prompter=prompter, notify=notify)
 
+    def policy_for(self, spec: HostSpec) -> Policy:
+        """The host's approval policy; config may pin it under its name or its target."""
+        policy, source = resolve_policy(self.request, self.settings, spec.name)
+        if not source.startswith("config") and spec.target != spec.name:
+            by_target, source = resolve_policy(self.request, self.settings, spec.target)
+            if source.startswith("config"):
+                return by_target
+        return policy
+
     async def run(self) -> int:
         req, settings = self.request, self.settings
+        if req.resume is not None or req.replay is not None:
+            raise UsageError(
+                "--resume and --replay continue or replay one host's run; run them with one --host"
+            )
         hosts = self.hosts()
         prompts = Prompts.load(settings.prompts_file)
         skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
@@ -89,6 +109,7 @@ class FleetFrontend(RunFrontend):
             history_max=skill.history_max,
             prompt=req.prompt,
             non_interactive=req.non_interactive,
+            allow_dangerous=req.allow_dangerous,
             # --protocol > the skill's frontmatter > the config file > tags.
             protocol=req.protocol or skill.protocol or settings.protocol,
         )
@@ -100,12 +121,14 @@ class FleetFrontend(RunFrontend):
             view(event)
 
         def make_session(parts: SessionParts) -> Session:
-            return self._session(skill, params, parts, prompts, options, run_id, journal.path)
+            host_options = dataclasses.replace(options, policy=self.policy_for(parts.host))
+            return self._session(skill, params, parts, prompts, host_options, run_id, journal.path)
 
         def make_operator(spec: HostSpec) -> Operator:
             if self.broker is not None:
                 return self.broker.desk_for(spec.name)
-            return HeadlessOperator(yes=req.yes, answers=req.answers)
+            # `--yes` is the `auto` policy, applied by the engine per host.
+            return HeadlessOperator(yes=False, answers=req.answers)
 
         fleet = Fleet(
             hosts,
@@ -117,6 +140,7 @@ class FleetFrontend(RunFrontend):
             llm_concurrency=req.llm_concurrency,
             canary=req.canary,
             on_event=on_event,
+            redact=self.redactor,
         )
         # A terminal gets the live table (on stderr); a log gets one line per event (on
         # stdout, beside the summary), unless stdout carries --json.
@@ -168,6 +192,7 @@ class FleetFrontend(RunFrontend):
             options=options,
             run_id=f"{run_id}-{parts.host.name}",
             transcript=str(path),
+            redactor=self.redactor,
         )
 
     async def _drive(self, fleet: Fleet) -> FleetFinished:
