@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from kosmos.chat.settings import ChatSettings
 from kosmos.errors import ConfigError
 
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
@@ -90,6 +91,7 @@ class Settings(BaseModel):
     transcript_dir: Path | None = None
     prompts_file: Path | None = None
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
+    chat: ChatSettings = ChatSettings()
 
     def chat_url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
@@ -145,6 +147,7 @@ ALLOWED = {
     "transcript_dir": "a directory",
     "prompts_file": "a JSON file of prompt texts",
     "hosts": "a mapping of host name to settings (policy: ask, read-only or auto)",
+    "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
 }
 
 
@@ -192,9 +195,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
 def _provider_section(merged: dict[str, Any], provider: str) -> None:
     """Fill base_url, api_key and model from `providers.<provider>`, else that provider's defaults.
 
-    The `providers` section wins over the top-level keys of the files; environment and flags
-    are applied after this and win over both.
+    The `providers` section wins over the top-level keys of the files, which apply only to the
+    provider the files name (openai unless they say otherwise); environment and flags are
+    applied after this and win over both.
     """
+    if merged.get("provider", "openai") != provider:
+        # Top-level keys belong to the file's own provider; another one starts from its section.
+        for key in ("base_url", "api_key", "model"):
+            merged.pop(key, None)
     section = (merged.get("providers") or {}).get(provider) or {}
     if not isinstance(section, dict):
         return

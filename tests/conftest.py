@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from tests.llmserver import ScriptedLLM
+from tests.sshd import Sshd, SshdUnavailable, start_sshd
+from tests.sshserver import InProcessSSHServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,3 +70,63 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+# -- SSH: Debian's sshd (one per test worker) and an in-process asyncssh server -----------------
+
+
+@pytest.fixture(scope="session")
+def sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
+    """OpenSSH's sshd on loopback; CI sets KOSMOS_REQUIRE_SSHD=1 so these tests never skip."""
+    worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
+    try:
+        server = start_sshd(worker)
+    except SshdUnavailable as e:
+        if os.environ.get("KOSMOS_REQUIRE_SSHD") == "1":
+            pytest.fail(f"KOSMOS_REQUIRE_SSHD=1 but sshd cannot run: {e}")
+        pytest.skip(str(e))
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.root, ignore_errors=True)
+
+
+@pytest.fixture
+def remote(sshd: Sshd) -> Iterator[Sshd]:
+    """The sshd, with the test user's home cleaned after the test."""
+    try:
+        yield sshd
+    finally:
+        sshd.clean_remote()
+
+
+@pytest.fixture
+def ssh_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME for in-process SSH clients: asyncssh reads ~/.ssh from it; no ssh-agent."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def ssh_keys() -> tuple[asyncssh.SSHKey, asyncssh.SSHKey]:
+    """(host key, client key) for the in-process server."""
+    return (
+        asyncssh.generate_private_key("ssh-ed25519"),
+        asyncssh.generate_private_key("ssh-ed25519"),
+    )
+
+
+@pytest.fixture
+async def ssh_server(
+    tmp_path: Path, ssh_keys: tuple[asyncssh.SSHKey, asyncssh.SSHKey]
+) -> AsyncIterator[InProcessSSHServer]:
+    host_key, client_key = ssh_keys
+    server_home = tmp_path / "server-home"
+    server_home.mkdir()
+    server = await InProcessSSHServer(server_home, host_key, client_key).start()
+    try:
+        yield server
+    finally:
+        await server.stop()

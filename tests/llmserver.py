@@ -1,7 +1,8 @@
 """A scripted LLM server for tests: real HTTP on loopback, replies from a list, records requests.
 
 It speaks the OpenAI chat-completions wire format (`POST /v1/chat/completions`) and Gemini's
-(`POST /v1beta/models/{model}:generateContent`). It runs in a thread so that tests can drive
+(`POST /v1beta/models/{model}:generateContent`); with an `embedder` set it also answers
+`POST /v1/embeddings`. It runs in a thread so that tests can drive
 kosmos in-process or as a subprocess alike.
 """
 
@@ -143,10 +144,16 @@ class ScriptedLLM:
         self.requests: list[Recorded] = []
         # Capabilities this server refuses with HTTP 400, as a server without them does.
         self.rejects: set[str] = set()
+        # text -> vector; when set, /embeddings answers with it (requests in `embedding_requests`).
+        self.embedder: Callable[[str], list[float]] | None = None
+        self.embedding_requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for it, once per test.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     # -- test API ----------------------------------------------------------------------
 
@@ -243,6 +250,11 @@ class ScriptedLLM:
                     body,
                     time.time(),
                 )
+                if llm.embedder is not None and self.path.rstrip("/").endswith("/embeddings"):
+                    with llm._lock:
+                        llm.embedding_requests.append(record)
+                    self._send(200, embeddings_body(llm.embedder, body))
+                    return
                 with llm._lock:
                     llm.requests.append(record)
                 refused = sorted(record.capabilities_used() & llm.rejects)
@@ -285,6 +297,22 @@ class ScriptedLLM:
                     self._send(200, completion_body(item, model))
 
         return Handler
+
+
+def embeddings_body(embedder: Callable[[str], list[float]], body: Any) -> dict[str, Any]:
+    """An OpenAI-style /embeddings answer: one vector per input, in order."""
+    inputs = body.get("input", []) if isinstance(body, dict) else []
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": embedder(text)}
+            for i, text in enumerate(inputs)
+        ],
+        "model": body.get("model", "?") if isinstance(body, dict) else "?",
+        "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
+    }
 
 
 def gemini_body(item: str | Completion) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kosmos.config import Settings
-from kosmos.engine.params_dialog import DialogReply, DialogState, ParamCollector
+from kosmos.engine.params_dialog import DialogReply, DialogStalled, DialogState, ParamCollector
 from kosmos.errors import InputNeeded
 from kosmos.events import Event, ParamsUpdate
 from kosmos.llm.factory import make_provider
@@ -55,7 +55,11 @@ async def collect(llm: ScriptedLLM, dialog: ScriptDialog, provider: str = "opena
 
 
 def updates(events: list[Event]) -> list[tuple[str, dict, dict]]:
-    return [(e.kind, e.values, e.problems) for e in events if isinstance(e, ParamsUpdate)]
+    return [
+        (e.kind, e.values, e.problems)
+        for e in events
+        if isinstance(e, ParamsUpdate) and e.kind != "turn"
+    ]
 
 
 async def test_one_param_at_a_time_then_the_button(llm: ScriptedLLM) -> None:
@@ -72,6 +76,12 @@ async def test_one_param_at_a_time_then_the_button(llm: ScriptedLLM) -> None:
     assert values == {"service": "nginx", "port": "443", "mode": "fast"}
     assert [s.missing for _, s in dialog.shown] == [["service", "port"], ["port"], []]
     assert dialog.shown[-1][1].complete
+    turns = [(e.said, e.typed) for e in events if isinstance(e, ParamsUpdate) and e.kind == "turn"]
+    assert turns == [
+        ("Which service should I check?", "nginx"),
+        ("nginx. Which port?", "443"),
+        ("– **service:** nginx\n– **port:** 443\n– **mode:** fast", None),
+    ]
     assert updates(events) == [
         ("update", {"service": "nginx"}, {}),
         ("update", {"port": "443"}, {}),
@@ -220,5 +230,15 @@ async def test_gemini_dialogue_multi_part_and_function_responses(llm: ScriptedLL
     }
     assert user_turn["parts"][0]["functionResponse"]["name"] == "update_params"
     assert user_turn["parts"][1] == {"text": "yes"}  # one user turn: result, then the typed text
+    declared = body["tools"][0]["function_declarations"]
+    assert declared[1] == {"name": "confirm_and_run", "description": PROMPTS["PARAMS_CONFIRM_TOOL"]}
     assert [u[0] for u in updates(events)].count("premature_confirm") == 1
     assert json.loads(json.dumps(values)) == values
+
+
+async def test_a_model_that_never_calls_the_tools_stalls_the_dialogue(llm: ScriptedLLM) -> None:
+    llm.script("Which service?", "Which service, please?", "I need a service.")
+    dialog = ScriptDialog([typed("nginx"), typed("nginx!")])
+    with pytest.raises(DialogStalled, match="3 replies in a row without a tool call"):
+        await collect(llm, dialog)
+    assert len(dialog.shown) == 2

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kosmos.engine.operator import Approval
-from kosmos.engine.protocols import STEP_TOOLS
+from kosmos.engine.protocols import STEP_TOOLS, StepAction
 from kosmos.engine.session import SessionOptions
 from kosmos.events import (
     CapabilityFallback,
@@ -304,3 +306,61 @@ async def test_system_only_history_keeps_the_call_with_its_result(
         runner=local(tmp_path),
     )
     assert [m["role"] for m in llm.requests[1].messages] == ["system", "assistant", "tool"]
+
+
+async def test_gemini_tags_protocol_end_to_end(llm: ScriptedLLM, tmp_path: Path) -> None:
+    llm.script("[CMD] echo gem", "[DONE] fine")
+    run = await run_session(
+        llm.gemini_base_url,
+        runner=local(tmp_path),
+        settings={"provider": "gemini", "model": "gemini-2.0-flash", "api_key": "AIza-x"},
+    )
+    assert run.result.status == "done" and run.result.message == "fine"
+    body = llm.requests[1].body
+    assert set(body) == {"systemInstruction", "contents", "generationConfig"}
+    assert body["systemInstruction"]["parts"][0]["text"].startswith(
+        PROMPTS["SKILL_SYSTEM_PROMPT_WITH_ASK"]
+    )
+    assert body["contents"] == [
+        {"role": "user", "parts": [{"text": "Execute skill: probe\n\n[Step 1 of 100]"}]},
+        {"role": "model", "parts": [{"text": "[CMD] echo gem"}]},
+        {"role": "user", "parts": [{"text": "Command output:\ngem\n\n[Step 2 of 100]"}]},
+    ]
+    assert body["generationConfig"] == {"temperature": 0.3, "maxOutputTokens": 512}
+    assert llm.requests[1].headers["x-goog-api-key"] == "AIza-x"
+
+
+async def test_gemini_json_protocol_uses_its_response_schema(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    llm.script('{"action": "done", "text": "ok"}')
+    run = await run_session(
+        llm.gemini_base_url,
+        options=SessionOptions(protocol="json"),
+        runner=local(tmp_path),
+        settings={"provider": "gemini", "model": "gemini-2.0-flash"},
+    )
+    assert run.result.message == "ok"
+    config = llm.requests[0].body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert config["responseJsonSchema"]["properties"]["action"]["enum"] == [
+        "cmd",
+        "ask",
+        "ask_optional",
+        "message",
+        "done",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"action": "CMD", "text": "ls"}, ("cmd", "ls")),
+        ({"action": "[ASK:optional]", "text": "Tag?"}, ("ask_optional", "Tag?")),
+        ({"action": "cmd", "command": "df -h"}, ("cmd", "df -h")),
+        ({"action": "done", "summary": "ok"}, ("done", "ok")),
+    ],
+)
+def test_step_actions_tolerate_what_small_models_write(raw: dict, expected: tuple) -> None:
+    value = StepAction.model_validate(raw)
+    assert (value.action, value.text) == expected

@@ -87,3 +87,13 @@ def test_bad_provider_config_is_one_clear_line(tmp_path: Path, yaml: str, expect
         settings(tmp_path, yaml)
     assert expected in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_top_level_keys_belong_to_the_files_provider(tmp_path: Path) -> None:
+    yaml = "base_url: http://ollama:11434/v1\nmodel: qwen2.5:7b\napi_key: sk-local\n"
+    s = settings(tmp_path, yaml)
+    assert (s.provider, s.base_url, s.model) == ("openai", "http://ollama:11434/v1", "qwen2.5:7b")
+    # --provider gemini does not send Gemini requests (or the key) to the Ollama server.
+    s = settings(tmp_path, yaml, provider="gemini")
+    assert s.base_url == "https://generativelanguage.googleapis.com/v1beta"
+    assert (s.model, s.api_key) == ("gemini-2.0-flash", None)

@@ -264,3 +264,40 @@ async def test_openai_unparsable_arguments_are_kept(llm: ScriptedLLM) -> None:
     reply = await p.complete(HISTORY[:2], tools=[TOOL])
     await p.aclose()
     assert reply.tool_calls[0].args == {"_unparsed": "{oops"}
+
+
+async def test_gemini_retries_like_openai_and_names_its_key(llm: ScriptedLLM) -> None:
+    llm.script(Status(503, {"error": {"message": "overloaded", "status": "UNAVAILABLE"}}), "ok")
+    retries: list[tuple[int, str]] = []
+    p = make_provider(Settings(provider="gemini", base_url=llm.gemini_base_url, llm_retries=1))
+    p.http._sleep = _no_sleep  # the delay itself is the engine's, tested there
+    reply = await p.complete(HISTORY[:2], on_retry=lambda a, r, d: retries.append((a, r)))
+    assert reply.text == "ok"
+    assert retries == [(1, "HTTP 503: overloaded")]
+    llm.script(
+        Status(403, {"error": {"message": "API key not valid", "status": "PERMISSION_DENIED"}})
+    )
+    with pytest.raises(LLMError, match="set KOSMOS_API_KEY or GEMINI_API_KEY"):
+        await p.complete(HISTORY[:2])
+    await p.aclose()
+
+
+async def _no_sleep(delay: float) -> None:
+    return None
+
+
+async def test_gemini_bad_key_400_names_the_key_fix(llm: ScriptedLLM) -> None:
+    body = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+    llm.script(Status(400, body))
+    p = provider(llm, "gemini")
+    with pytest.raises(LLMError) as info:
+        await p.complete(HISTORY[:2], tools=[TOOL])
+    await p.aclose()
+    assert not isinstance(info.value, CapabilityRejected)
+    assert "no API key is set: set KOSMOS_API_KEY or GEMINI_API_KEY" in str(info.value)

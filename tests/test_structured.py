@@ -20,7 +20,7 @@ from kosmos.llm.content import (
     StateContent,
 )
 from kosmos.llm.factory import make_provider
-from kosmos.llm.structured import InvalidSolution, StructuredClient
+from kosmos.llm.structured import InvalidSolution, StructuredClient, lean_schema
 from kosmos.prompts import Prompts
 from tests.llmserver import ScriptedLLM, call, calls
 
@@ -34,7 +34,15 @@ class Verdict(BaseModel):
     reason: str
 
 
-SCHEMA = Verdict.model_json_schema()
+SCHEMA = {
+    "additionalProperties": False,
+    "properties": {
+        "status": {"enum": ["ok", "broken"], "type": "string"},
+        "reason": {"type": "string"},
+    },
+    "required": ["status", "reason"],
+    "type": "object",
+}
 CONTEXT = [
     ContextMessage(role="system", content="You judge servers."),
     ContextMessage(role="user", content="Is nginx fine?"),
@@ -282,7 +290,6 @@ async def test_a_registered_handler_changes_settings_schema_and_context(
     assert body["temperature"] == 0.0
     assert body["response_format"]["json_schema"]["schema"]["properties"]["reason"] == {
         "maxLength": 40,
-        "title": "Reason",
         "type": "string",
     }
     assert body["messages"] == [
@@ -293,6 +300,35 @@ async def test_a_registered_handler_changes_settings_schema_and_context(
     assert "ticket" not in ContentTypes.default().handlers
 
 
+def test_lean_schema_drops_titles_but_not_a_property_named_title() -> None:
+    class Page(BaseModel):
+        title: str
+
+    assert lean_schema(Page.model_json_schema()) == {
+        "properties": {"title": {"type": "string"}},
+        "required": ["title"],
+        "type": "object",
+    }
+
+
 def test_an_unknown_content_type_is_a_clear_error() -> None:
     with pytest.raises(UsageError, match="no handler for content type 'ticket'"):
         ContentTypes.default().build([ContextMessage(role="user", content=Ticket(text="x"))], {})
+
+
+async def test_a_recorded_request_replays_byte_for_byte(llm: ScriptedLLM) -> None:
+    llm.script(calls(call("generate_response", status="ok", reason="first")))
+    events: list[Event] = []
+    c = client(llm, events, json_schema=False)
+    context = [*CONTEXT, ContextMessage(role="user", content=StateContent(state={"n": 1}))]
+    await c.request(context, Verdict)
+    [record] = [e for e in events if isinstance(e, StructuredExchange)]
+    # Through the transcript's JSON and back, as a replay would read it.
+    again = StructuredExchange.model_validate(
+        json.loads(json.dumps(record.model_dump(mode="json")))
+    )
+    llm.script(calls(call("generate_response", status="broken", reason="second")))
+    solution = await c.replay(again, Verdict)
+    await c.provider.aclose()
+    assert solution.value.reason == "second"
+    assert llm.requests[1].body == llm.requests[0].body

@@ -12,6 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from kosmos.hosts.runner import Runner
+
 ACTIONS = ("open_app", "close_app")
 
 
@@ -83,3 +85,12 @@ def app_command(action: str, args: dict[str, Any], os_name: str) -> str:
         script = 'quit app "' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
         return f"osascript -e {shlex.quote(script)}"
     return f"pkill -x {shlex.quote(name)}"
+
+
+async def target_os(runner: Runner, *, timeout: float) -> str:
+    """The host's kernel name (`Darwin`, `Linux`), from the runner if it knows, else `uname -s`."""
+    known = getattr(runner, "os", None)
+    if isinstance(known, str) and known:
+        return known
+    probe = await runner.run("uname -s", timeout=timeout)
+    return probe.output.text().strip() or "Linux"

@@ -24,6 +24,12 @@ UPDATE = "update_params"
 CONFIRM = "confirm_and_run"
 # LLM calls in a row that only call tools, without a word for the operator.
 MAX_SILENT = 3
+# Replies in a row without any tool call: the model does not work with the tools.
+MAX_IDLE = 3
+
+
+class DialogStalled(Exception):
+    """The LLM keeps talking without calling the tools; the front end asks plainly instead."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +189,7 @@ class ParamCollector:
 
     async def collect(self) -> dict[str, str]:
         """Talk until the parameters are confirmed; raise InputNeeded if the operator leaves."""
-        silent = 0
+        silent = idle = 0
         for _ in range(self.max_turns):
             sent = [Message(role="system", content=self.system()), *self.messages]
             reply = await self.provider.complete(sent, tools=self.tools())
@@ -201,6 +207,9 @@ class ParamCollector:
                 self.messages.append(message)
             if confirmed:
                 return self._done()
+            idle = 0 if calls else idle + 1
+            if idle >= MAX_IDLE:
+                raise DialogStalled(f"{idle} replies in a row without a tool call")
             if calls and not reply.text.strip() and silent < MAX_SILENT:
                 silent += 1
                 continue  # let the LLM say something about the tool results
@@ -208,6 +217,7 @@ class ParamCollector:
             text = reply.text.strip()
             while True:
                 answer = await self.dialog.turn(text, self.state())
+                self.emit(ParamsUpdate(kind="turn", said=text, typed=answer.text))
                 if answer.confirmed:
                     if not self.missing:
                         return self._done()

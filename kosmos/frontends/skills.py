@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos.config import Settings
+from kosmos.errors import SkillNotFound
 from kosmos.frontends.run import skill_library
 from kosmos.skills.model import Skill
 
@@ -65,5 +66,13 @@ def describe(skill: Skill) -> str:
 
 def show_skill(name: str, settings: Settings, extra: Sequence[Path], host: str | None) -> int:
     library = _library(settings, extra)
-    print(describe(library.find(name)))
+    try:
+        skill = library.find(name)
+    except SkillNotFound:
+        if not host or host == "local":
+            raise
+        from kosmos.frontends.remote import remote_skill
+
+        skill = remote_skill(host, name, settings)
+    print(describe(skill))
     return 0

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kosmos.config import Settings
-from kosmos.errors import UsageError
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import HostPrompter, Runner
+from kosmos.hosts.ssh import SSHRunner
+from kosmos.hosts.target import LOCAL, parse_target
 
 
-def make_runner(target: str, settings: Settings, prompter: HostPrompter | None = None) -> Runner:
-    """`prompter` answers host-key and passphrase questions while connecting (None: headless)."""
-    if target in ("local", "localhost-local"):
+def make_runner(
+    target: str,
+    settings: Settings,
+    prompter: HostPrompter | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> Runner:
+    """The runner for one host. `prompter` asks a person about a new host key or a passphrase
+    (None: headless, those are errors); `notify` hears about reconnects."""
+    if target.strip() in (LOCAL, ""):
         return LocalRunner()
-    raise UsageError(
-        f"--host {target}: SSH hosts are not supported by this build; use --host local"
+    return SSHRunner(
+        parse_target(target),
+        connect_timeout=settings.connect_timeout,
+        prompter=prompter,
+        notify=notify,
     )

@@ -41,6 +41,15 @@ def declaration_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema)
 
 
+def declaration(tool: ToolSpec) -> dict[str, Any]:
+    """One function declaration; a function without arguments has no `parameters` (seed 003:
+    Gemini refuses an OBJECT with no properties)."""
+    out: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    if tool.parameters.get("properties"):
+        out["parameters"] = declaration_schema(tool.parameters)
+    return out
+
+
 def contents(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
     """System text and the `contents` list: user/model roles, function calls and responses."""
     system: list[str] = []
@@ -49,24 +58,18 @@ def contents(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
         if m.role == "system":
             system.append(m.content)
             continue
-        if m.role == "tool":
-            part = {
-                "functionResponse": {"name": m.name or "tool", "response": {"result": m.content}}
-            }
-            # Answers to one turn's calls go back together, in one user turn.
-            if out and out[-1]["role"] == "user" and "functionResponse" in out[-1]["parts"][-1]:
-                out[-1]["parts"].append(part)
-            else:
-                out.append({"role": "user", "parts": [part]})
-            continue
         role = "model" if m.role == "assistant" else "user"
         parts: list[dict[str, Any]] = []
-        if m.content:
+        if m.role == "tool":
+            response = {"name": m.name or "tool", "response": {"result": m.content}}
+            parts.append({"functionResponse": response})
+        elif m.content:
             parts.append({"text": m.content})
         for call in m.tool_calls:
             parts.append({"functionCall": {"name": call.name, "args": call.args}})
         if out and out[-1]["role"] == role:
-            # Turns alternate: text after function responses joins their user turn.
+            # Turns alternate: the answers to one turn's calls, and text after them, go
+            # back together in one user turn.
             out[-1]["parts"].extend(parts)
         else:
             out.append({"role": role, "parts": parts or [{"text": ""}]})
@@ -130,18 +133,7 @@ class GeminiProvider:
             if response_format.kind == "json_schema" and response_format.schema is not None:
                 generation["responseJsonSchema"] = response_format.schema
         if tools:
-            body["tools"] = [
-                {
-                    "function_declarations": [
-                        {
-                            "name": t.name,
-                            "description": t.description,
-                            "parameters": declaration_schema(t.parameters),
-                        }
-                        for t in tools
-                    ]
-                }
-            ]
+            body["tools"] = [{"function_declarations": [declaration(t) for t in tools]}]
             config: dict[str, Any] = {"mode": "AUTO"}
             if tool_choice:
                 config = {"mode": "ANY", "allowed_function_names": [tool_choice]}
@@ -171,6 +163,12 @@ class GeminiProvider:
         try:
             data = await self.http.post(self.url(), body, self._headers(), on_retry=on_retry)
         except BadRequest as e:
+            if "api key" in e.detail.lower():
+                # Google answers a missing or wrong key with HTTP 400, not 401.
+                raise LLMError(
+                    f"the LLM at {self.base_url} refused the API key (HTTP 400: {e.detail}); "
+                    f"{self.http.key_hint}"
+                ) from e
             capability = rejected_capability(
                 e.detail, tools=bool(tools), response_format=response_format
             )

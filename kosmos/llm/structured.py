@@ -63,6 +63,24 @@ def extract_json(text: str) -> Any:
         raise
 
 
+def lean_schema(schema: Any) -> Any:
+    """A pydantic JSON schema without the `title` pydantic adds to every node: bytes the LLM
+    does not need on every request. Properties that are named `title` stay."""
+    if isinstance(schema, list):
+        return [lean_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: lean_schema(v) for name, v in value.items()}
+        else:
+            out[key] = lean_schema(value)
+    return out
+
+
 def is_strict(schema: dict[str, Any]) -> bool:
     """Whether a schema meets OpenAI's strict mode: closed objects with every key required."""
 
@@ -185,7 +203,6 @@ class StructuredClient:
         draft: Draft,
         name: str,
         on_retry: Callable[[int, str, float], None] | None,
-        step: int | None,
     ) -> tuple[Strategy, list[Message], dict[str, Any], Reply]:
         while True:
             strategy = self.strategy()
@@ -211,9 +228,9 @@ class StructuredClient:
         on_retry: Callable[[int, str, float], None] | None = None,
     ) -> Solution[T]:
         """Ask the LLM for a `schema` instance; raise InvalidSolution if it cannot give one."""
-        draft = self.types.build(context, schema.model_json_schema())
+        draft = self.types.build(context, lean_schema(schema.model_json_schema()))
         name = schema.__name__
-        strategy, messages, kwargs, reply = await self._call(draft, name, on_retry, step)
+        strategy, messages, kwargs, reply = await self._call(draft, name, on_retry)
         value, data, error = self._solve(strategy, reply, schema)
         repaired = False
         if error is not None:
@@ -226,6 +243,8 @@ class StructuredClient:
                 step=step,
                 context=draft.messages,
                 schema=draft.schema,
+                name=name,
+                llm=draft.llm,
                 strategy=strategy,
                 solution=data if error is None and isinstance(data, dict) else None,
                 repaired=repaired,
@@ -240,6 +259,20 @@ class StructuredClient:
                 problem=error or "no value",
             )
         return Solution(value, strategy, reply, repaired)
+
+    async def replay(self, record: StructuredExchange, schema: type[T]) -> Solution[T]:
+        """Send a recorded request again as it was: same context, schema, settings, strategy."""
+        draft = Draft(schema=record.schema_, llm=dict(record.llm), messages=list(record.context))
+        messages, kwargs = self._prepare(record.strategy, draft, record.name)
+        reply = await self.provider.complete(messages, **kwargs)
+        value, _, error = self._solve(record.strategy, reply, schema)
+        if error is not None or value is None:
+            raise InvalidSolution(
+                f"the replayed answer did not match the {record.name} schema ({error})",
+                raw=reply.text,
+                problem=error or "no value",
+            )
+        return Solution(value, record.strategy, reply)
 
 
 async def request(

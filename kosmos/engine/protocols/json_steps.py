@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kosmos.engine.parser import Parsed, canonical
 from kosmos.engine.protocols.base import OnRetry, Turn
@@ -31,6 +31,23 @@ class StepAction(BaseModel):
     text: str = Field(
         description="the shell command, the question, the message or the final summary"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerate(cls, data: Any) -> Any:
+        # What small models write instead: `"CMD"`, `"ask:optional"`, `"command": ...`.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        action = data.get("action")
+        if isinstance(action, str):
+            data["action"] = action.strip().strip("[]").lower().replace(":", "_")
+        if "text" not in data:
+            for key in ("command", "question", "message", "summary"):
+                if isinstance(data.get(key), str):
+                    data["text"] = data.pop(key)
+                    break
+        return data
 
 
 def _parsed(value: StepAction) -> Parsed | None:

@@ -1,0 +1,107 @@
+"""`kosmos hosts [--check]`: the aliases in ~/.ssh/config, and whether each one answers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kosmos.config import Settings
+from kosmos.errors import EXIT_HOST, HostError
+from kosmos.hosts.connect import ConnectFailed
+from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown
+from kosmos.hosts.ssh import SSHRunner
+from kosmos.hosts.target import config_aliases, parse_target
+
+# One line on what the host runs: the distribution's name, else the kernel.
+OS_COMMAND = '(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -sr'
+OS_TIMEOUT = 5.0
+
+
+@dataclass
+class HostCheck:
+    alias: str
+    reachable: str = "no"
+    auth: str = "-"
+    os: str = "-"
+    latency_ms: float | None = None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.auth == "ok"
+
+
+async def check_host(alias: str, settings: Settings, home: Path | None = None) -> HostCheck:
+    """Connect without asking anything; record reachability, auth result, OS and latency."""
+    row = HostCheck(alias)
+    runner = SSHRunner(
+        parse_target(alias), connect_timeout=settings.connect_timeout, prompter=None, home=home
+    )
+    started = time.monotonic()
+    try:
+        await runner.connect()
+        row.latency_ms = (time.monotonic() - started) * 1000
+        row.reachable, row.auth = "yes", "ok"
+        result = await runner.run(OS_COMMAND, timeout=OS_TIMEOUT)
+        lines = result.output.text().strip().splitlines()
+        row.os = lines[0] if lines and result.exit_code == 0 else "?"
+    except (HostKeyUnknown, HostKeyChanged) as e:
+        row.reachable = "yes"
+        row.auth = "host key changed" if isinstance(e, HostKeyChanged) else "unknown host key"
+        row.error = str(e)
+    except ConnectFailed as e:
+        row.reachable = "no" if e.reason in ("refused", "timeout", "dns", "other") else "yes"
+        row.auth = {"auth": "failed", "not_ssh": "not SSH", "host_key": "host key"}.get(
+            e.reason, "-"
+        )
+        row.error = str(e)
+    except HostError as e:
+        row.error = str(e)
+    finally:
+        await runner.close()
+    return row
+
+
+async def check_all(aliases: list[str], settings: Settings) -> list[HostCheck]:
+    return list(await asyncio.gather(*(check_host(a, settings) for a in aliases)))
+
+
+def table(rows: list[HostCheck]) -> str:
+    header = ("HOST", "REACHABLE", "AUTH", "OS", "LATENCY")
+    cells = [
+        (
+            r.alias,
+            r.reachable,
+            r.auth,
+            r.os,
+            f"{r.latency_ms:.0f} ms" if r.latency_ms is not None else "-",
+        )
+        for r in rows
+    ]
+    rows_text = [header, *cells]
+    widths = [max(len(str(c[i])) for c in rows_text) for i in range(len(header))]
+    lines = [
+        "  ".join(str(c[i]).ljust(widths[i]) for i in range(len(header))).rstrip()
+        for c in rows_text
+    ]
+    return "\n".join(lines)
+
+
+def hosts_command(settings: Settings, *, home: Path, check: bool) -> int:
+    config = home / ".ssh" / "config"
+    aliases = config_aliases(config)
+    if not aliases:
+        print(f"no host aliases in {config}; add `Host NAME` entries, or pass --host user@host")
+        return 0
+    if not check:
+        for alias in aliases:
+            print(alias)
+        return 0
+    rows = asyncio.run(check_all(aliases, settings))
+    print(table(rows))
+    for row in rows:
+        if row.error:
+            print(f"{row.alias}: {row.error}")
+    return 0 if all(r.ok for r in rows) else EXIT_HOST

@@ -1,0 +1,357 @@
+"""Open an SSH connection the way `ssh` does: ~/.ssh/config, known_hosts, keys, agent, ProxyJump.
+
+asyncssh reads the config, default keys and the agent. kosmos adds what an operator expects
+from `ssh` on top: a strict host-key check that can ask a person about a new key (and never
+accepts a changed one), ProxyJump hops checked the same way, a passphrase typed for an
+encrypted key when no agent holds it, and one clear line per failure (exit 6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+from asyncssh.config import SSHClientConfig
+
+from kosmos.errors import HostError
+from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown, KnownHosts, host_pattern
+from kosmos.hosts.runner import HostPrompter
+from kosmos.hosts.target import Target
+
+KEEPALIVE_INTERVAL = 15.0
+KEEPALIVE_COUNT_MAX = 3
+# The keys `ssh` tries by default, in its order.
+DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_ecdsa_sk", "id_ed25519_sk", "id_rsa", "id_dsa")
+PASSPHRASE_TRIES = 3
+MAX_JUMPS = 8
+
+
+class ConnectFailed(HostError):
+    """A connection that could not be made; `reason` sorts it for tables such as `kosmos hosts`.
+
+    reason: auth, refused, timeout, dns, not_ssh, host_key, closed or other.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Client(asyncssh.SSHClient):
+    """Remembers a host key that known_hosts does not trust, and notices a lost connection."""
+
+    def __init__(self) -> None:
+        self.untrusted: tuple[str, str, int, asyncssh.SSHKey] | None = None
+        self.closed = asyncio.Event()
+        self.lost_reason: str | None = None
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        # Called only for a key known_hosts does not list; the connect is retried after the
+        # operator trusts it, so a key is never accepted while the handshake waits.
+        self.untrusted = (host, addr, port, key)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost_reason = str(exc) if exc else None
+        self.closed.set()
+
+
+@dataclass
+class Link:
+    """An open connection, the hops it runs through, and whether it is still up."""
+
+    conn: asyncssh.SSHClientConnection
+    client: _Client
+    hops: list[asyncssh.SSHClientConnection] = field(default_factory=list)
+
+    @property
+    def is_closed(self) -> bool:
+        return self.client.closed.is_set()
+
+    async def close(self) -> None:
+        for conn in (self.conn, *reversed(self.hops)):
+            conn.close()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2):
+                    await conn.wait_closed()
+
+
+@dataclass(frozen=True)
+class _Hop:
+    host: str
+    user: str | None
+    port: int | None
+    label: str
+
+
+def _parse_jump(text: str) -> _Hop:
+    spec = text.strip().removeprefix("ssh://")
+    user, _, rest = spec.rpartition("@")
+    host, port = rest, None
+    if rest.startswith("[") and "]" in rest:
+        host, _, after = rest[1:].partition("]")
+        port = int(after[1:]) if after.startswith(":") and after[1:].isdigit() else None
+    elif rest.count(":") == 1:
+        host, _, port_text = rest.partition(":")
+        port = int(port_text) if port_text.isdigit() else None
+    return _Hop(host=host, user=user or None, port=port, label=text.strip())
+
+
+class Connector:
+    """Opens (and re-opens) the connection to one target."""
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        connect_timeout: float,
+        prompter: HostPrompter | None = None,
+        home: Path | None = None,
+        keepalive_interval: float = KEEPALIVE_INTERVAL,
+        keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
+    ) -> None:
+        self.target = target
+        self.connect_timeout = connect_timeout
+        self.prompter = prompter
+        self.ssh_dir = (home or Path("~").expanduser()) / ".ssh"
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_count_max = keepalive_count_max
+        self.known_hosts = KnownHosts(self.ssh_dir / "known_hosts")
+        self.locked_keys: list[Path] = []
+
+    # -- what the runner calls ---------------------------------------------------------------
+
+    async def open(self) -> Link:
+        """Connect through every ProxyJump hop to the target; raises HostError saying why not."""
+        hops: list[asyncssh.SSHClientConnection] = []
+        self.locked_keys = []
+        try:
+            tunnel = None
+            for jump in self._jumps(self.target.host, self.target.user, self.target.port):
+                tunnel, _ = await self._hop(jump, tunnel, via_jump=True)
+                hops.append(tunnel)
+            main = _Hop(self.target.host, self.target.user, self.target.port, self.target.label)
+            conn, client = await self._hop(main, tunnel, via_jump=False)
+        except BaseException:
+            for hop in reversed(hops):
+                hop.close()
+            raise
+        return Link(conn, client, hops)
+
+    # -- config ----------------------------------------------------------------------------
+
+    def _config_paths(self) -> list[str]:
+        path = self.ssh_dir / "config"
+        return [str(path)] if path.is_file() else []
+
+    def _config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig | None:
+        """The ssh_config settings for one host, or None if asyncssh cannot give them."""
+        try:
+            local_user = getpass.getuser()
+            return SSHClientConfig.load(
+                None, self._config_paths(), False, False, False, local_user,
+                user or (), host, port or (),
+            )  # fmt: skip
+        except Exception:  # noqa: BLE001 - asyncssh then reads the config itself
+            return None
+
+    def _jumps(self, host: str, user: str | None, port: int | None, depth: int = 0) -> list[_Hop]:
+        """The ProxyJump chain in front of a host, each hop's own ProxyJump first."""
+        config = self._config(host, user, port)
+        value = config.get("ProxyJump") if config is not None else None
+        if not value or str(value).lower() == "none":
+            return []
+        if depth >= MAX_JUMPS:
+            raise HostError(
+                f"{host}: ProxyJump nests deeper than {MAX_JUMPS} hops; check ~/.ssh/config"
+            )
+        chain: list[_Hop] = []
+        for spec in str(value).split(","):
+            hop = _parse_jump(spec)
+            if not chain:
+                chain += self._jumps(hop.host, hop.user, hop.port, depth + 1)
+            chain.append(hop)
+        return chain
+
+    def _where(self, hop: _Hop) -> tuple[str, int, str]:
+        """HostName, Port and User that ssh_config gives the hop (for messages)."""
+        config = self._config(hop.host, hop.user, hop.port)
+        host = str(config.get("Hostname", hop.host)) if config else hop.host
+        port = int(config.get("Port", hop.port or 22)) if config else hop.port or 22
+        user = hop.user or (str(config.get("User", "")) if config else "") or getpass.getuser()
+        return host, port, user
+
+    # -- keys ------------------------------------------------------------------------------
+
+    async def _client_keys(self, hop: _Hop) -> list[asyncssh.SSHKeyPair] | None:
+        """Keys to offer when an encrypted key has no agent: decrypted with a typed passphrase.
+
+        None leaves the choice to asyncssh (agent, IdentityFile, default keys).
+        """
+        agent = None
+        with contextlib.suppress(Exception):
+            agent = await asyncssh.connect_agent()
+        if agent is not None:
+            try:
+                if await agent.get_keys():
+                    return None
+            except Exception:  # noqa: BLE001 - an agent that does not answer holds no keys
+                pass
+            finally:
+                agent.close()
+        config = self._config(hop.host, hop.user, hop.port)
+        configured = config.get("IdentityFile", ()) if config is not None else ()
+        files = [Path(str(f)).expanduser() for f in configured] or [
+            self.ssh_dir / name for name in DEFAULT_KEYS
+        ]
+        files = [f for f in files if f.is_file()]
+        encrypted = [f for f in files if _needs_passphrase(f)]
+        if not encrypted:
+            return None
+        keys: list[asyncssh.SSHKeyPair] = []
+        for path in files:
+            if path in encrypted:
+                keys += await self._unlock(path)
+            else:
+                with contextlib.suppress(OSError, asyncssh.KeyImportError):
+                    keys += asyncssh.load_keypairs(str(path))
+        return keys
+
+    async def _unlock(self, path: Path) -> list[asyncssh.SSHKeyPair]:
+        if self.prompter is None:
+            self.locked_keys.append(path)
+            return []
+        for _ in range(PASSPHRASE_TRIES):
+            secret = await self.prompter.ask_secret(f"Enter passphrase for key '{path}': ")
+            if secret is None:
+                break
+            try:
+                return list(asyncssh.load_keypairs(str(path), passphrase=secret))
+            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
+                continue  # a wrong passphrase: ask again, as ssh does
+            finally:
+                del secret
+        self.locked_keys.append(path)
+        return []
+
+    # -- one hop ---------------------------------------------------------------------------
+
+    async def _hop(
+        self, hop: _Hop, tunnel: asyncssh.SSHClientConnection | None, *, via_jump: bool
+    ) -> tuple[asyncssh.SSHClientConnection, _Client]:
+        keys = await self._client_keys(hop)
+        for _ in range(2):  # the second try follows the operator trusting a new key
+            client = _Client()
+            try:
+                conn = await asyncssh.connect(
+                    hop.host,
+                    hop.port or (),
+                    username=hop.user or (),
+                    tunnel=tunnel or (),
+                    config=self._config_paths(),
+                    known_hosts=self.known_hosts.load(),
+                    client_factory=lambda client=client: client,
+                    client_keys=keys if keys is not None else (),
+                    connect_timeout=self.connect_timeout,
+                    keepalive_interval=self.keepalive_interval,
+                    keepalive_count_max=self.keepalive_count_max,
+                )
+                return conn, client
+            except asyncssh.HostKeyNotVerifiable as e:
+                if client.untrusted is None:
+                    raise self._explain(e, hop, via_jump) from None
+                await self._decide_key(*client.untrusted)
+            except (OSError, asyncssh.Error, TimeoutError, ValueError) as e:
+                raise self._explain(e, hop, via_jump) from None
+        raise HostError(f"{hop.label}: the host key is still not trusted after adding it")
+
+    async def _decide_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> None:
+        """Unknown key: ask, then add it to known_hosts. Changed key: refuse, whatever is asked."""
+        if self.known_hosts.known_keys(host, addr, port):
+            raise HostKeyChanged(host, port, key, str(self.known_hosts.user_file))
+        if self.prompter is None:
+            raise HostKeyUnknown(host, port, key, declined=False)
+        if not await self.prompter.confirm_host_key(
+            host_pattern(host, port), key.get_algorithm(), key.get_fingerprint("sha256")
+        ):
+            raise HostKeyUnknown(host, port, key, declined=True)
+        self.known_hosts.add(host, port, key)
+
+    def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> ConnectFailed:
+        """One line naming the host, what went wrong and what to check."""
+        host, port, user = self._where(hop)
+        name = f"jump host {hop.label}" if via_jump else hop.label
+        at = f"{host}:{port}"
+        text = str(e).strip() or type(e).__name__
+        if isinstance(e, asyncssh.PermissionDenied):
+            if self.locked_keys:
+                locked = ", ".join(str(p) for p in self.locked_keys)
+                return ConnectFailed(
+                    f"{name}: authentication failed: key {locked} is encrypted and no ssh-agent "
+                    f"holds it; run `ssh-add {self.locked_keys[0]}` first, or run kosmos in a "
+                    "terminal to type its passphrase",
+                    "auth",
+                )
+            return ConnectFailed(
+                f"{name}: authentication failed for user {user} at {at}; check the key "
+                f"(ssh-add -l, IdentityFile in ~/.ssh/config) or try: ssh -v {hop.label}",
+                "auth",
+            )
+        if isinstance(e, asyncssh.HostKeyNotVerifiable):
+            return ConnectFailed(
+                f"{name}: host key not accepted ({text}); nothing was run", "host_key"
+            )
+        if isinstance(e, TimeoutError):
+            return ConnectFailed(
+                f"{name}: no answer from {at} within {self.connect_timeout:g} s; check the "
+                "address and firewall, or raise connect_timeout in the config",
+                "timeout",
+            )
+        if isinstance(e, socket.gaierror):
+            return ConnectFailed(
+                f"{name}: cannot resolve host name {host!r}; check the name or its HostName "
+                "in ~/.ssh/config",
+                "dns",
+            )
+        if isinstance(e, ConnectionRefusedError) or "refused" in text.lower():
+            return ConnectFailed(
+                f"{name}: connection refused at {at}; is sshd running there, and is {port} "
+                "its port?",
+                "refused",
+            )
+        if isinstance(e, asyncssh.ProtocolNotSupported | asyncssh.ProtocolError) or (
+            isinstance(e, asyncssh.ConnectionLost | asyncssh.KeyExchangeFailed) and not via_jump
+        ):
+            return ConnectFailed(
+                f"{name}: {at} does not speak SSH ({text}); check the port", "not_ssh"
+            )
+        if isinstance(e, asyncssh.KeyImportError):
+            return ConnectFailed(
+                f"{name}: cannot use a key: {text}; check IdentityFile in ~/.ssh/config", "auth"
+            )
+        if isinstance(e, asyncssh.DisconnectError):
+            return ConnectFailed(
+                f"{name}: the server at {at} closed the connection: {text}", "closed"
+            )
+        if isinstance(e, ValueError):
+            return ConnectFailed(f"{name}: bad SSH settings: {text}; check ~/.ssh/config", "other")
+        return ConnectFailed(
+            f"{name}: cannot connect to {at}: {text}; try: ssh -v {hop.label}", "other"
+        )
+
+
+def _needs_passphrase(path: Path) -> bool:
+    try:
+        asyncssh.read_private_key(str(path))
+    except asyncssh.KeyImportError as e:
+        return "passphrase" in str(e).lower()
+    except (OSError, ValueError):
+        return False
+    return False

@@ -1,0 +1,330 @@
+"""Run commands on a host over SSH: one connection per host, each command its own process group."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import asyncssh
+
+from kosmos.errors import HostError
+from kosmos.hosts.connect import Connector, Link
+from kosmos.hosts.runner import (
+    PAGER_ENV,
+    CommandResult,
+    HostPrompter,
+    OnOutput,
+    OutputBuffer,
+    StreamDecoder,
+)
+from kosmos.hosts.target import Target
+
+READ_CHUNK = 64 * 1024
+# After SIGTERM, how long the remote group gets before SIGKILL.
+KILL_GRACE = 0.5
+# How long to wait for the output to end once the group was killed.
+DRAIN_WAIT = 2.0
+# How much of a file read_file returns (knowledge, SKILL.md files are far smaller).
+READ_FILE_LIMIT = 4 * 1024 * 1024
+# read_file's exit status for "no such file": distinct from cat's own failures.
+MISSING = 44
+
+# The first line on the stderr channel names the command's process group, so that a timeout or
+# a cancel can end the whole tree. sshd starts every session with setsid(), so the shell is a
+# group leader and `exec` keeps its pid; everything the command starts stays in that group.
+PID_MARK = b"\x1fkosmos-pgid "
+_EXPORTS = " ".join(f"{k}={v}" for k, v in PAGER_ENV.items())
+# Pager variables are set here, not with `env` requests: most sshd configs refuse AcceptEnv.
+_SCRIPT = f'printf "\\037kosmos-pgid %s\\n" "$$" >&2; exec 2>&1; export {_EXPORTS}; exec sh -c "$1"'
+assert "'" not in _SCRIPT
+
+
+def wrap(command: str) -> str:
+    """The remote command line: any login shell runs it, sh runs the command itself."""
+    return f"exec sh -c '{_SCRIPT}' kosmos {shlex.quote(command)}"
+
+
+def _kill_script(pgid: int) -> str:
+    # dash's kill has no `--`; a negative number is a process group in every sh.
+    script = (
+        f"kill -TERM -{pgid} 2>/dev/null || kill -TERM {pgid} 2>/dev/null; i=0; "
+        f'while kill -0 -{pgid} 2>/dev/null && [ "$i" -lt 10 ]; do sleep 0.05; i=$((i+1)); done; '
+        f"kill -KILL -{pgid} 2>/dev/null; true"
+    )
+    return f"exec sh -c {shlex.quote(script)}"
+
+
+def _remote_path(path: str) -> str:
+    """`~/x` as "$HOME"/'x' (so the shell expands only the home), anything else quoted."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+class SSHRunner:
+    """A host over SSH. The connection opens on `connect()` and is reused for every command.
+
+    If it drops between commands, the next command reconnects once (and `notify` says so); if
+    it drops during a command, the result says `connection_lost` and nothing is re-run.
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        connect_timeout: float = 10.0,
+        prompter: HostPrompter | None = None,
+        notify: Callable[[str], None] | None = None,
+        home: Path | None = None,
+        keepalive_interval: float | None = None,
+        keepalive_count_max: int | None = None,
+    ) -> None:
+        self.target = target
+        self.name = target.label
+        self.notify = notify
+        extra: dict[str, float | int] = {}
+        if keepalive_interval is not None:
+            extra["keepalive_interval"] = keepalive_interval
+        if keepalive_count_max is not None:
+            extra["keepalive_count_max"] = keepalive_count_max
+        self.connector = Connector(
+            target, connect_timeout=connect_timeout, prompter=prompter, home=home, **extra
+        )
+        self._link: Link | None = None
+        self._connected_once = False
+        self._lock = asyncio.Lock()
+
+    # -- the connection ----------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        async with self._lock:
+            if self._link is None or self._link.is_closed:
+                await self._open()
+
+    async def _open(self) -> None:
+        if self._link is not None:
+            await self._link.close()
+            self._link = None
+        self._link = await self.connector.open()
+        self._connected_once = True
+
+    async def _conn(self) -> asyncssh.SSHClientConnection:
+        """The open connection; reconnects once if it dropped since the last command."""
+        async with self._lock:
+            link = self._link
+            if link is not None and not link.is_closed:
+                return link.conn
+            if not self._connected_once:
+                await self._open()
+            else:
+                reason = (link.client.lost_reason if link else None) or "closed"
+                try:
+                    await self._open()
+                except HostError as e:
+                    raise HostError(
+                        f"{self.name}: the connection was lost ({reason}) and reconnecting "
+                        f"failed: {e}"
+                    ) from e
+                if self.notify is not None:
+                    self.notify(f"{self.name}: the connection was lost ({reason}); reconnected")
+            assert self._link is not None
+            return self._link.conn
+
+    async def close(self) -> None:
+        if self._link is not None:
+            await self._link.close()
+            self._link = None
+
+    # -- commands ---------------------------------------------------------------------------
+
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: OnOutput | None = None,
+        stop: asyncio.Event | None = None,
+        stdin: bytes | None = None,
+    ) -> CommandResult:
+        return await self._exec(
+            command,
+            wrap(command),
+            timeout=timeout,
+            on_output=on_output,
+            stop=stop,
+            stdin=stdin,
+            buffer=OutputBuffer(),
+        )
+
+    async def read_file(self, path: str, *, timeout: float) -> str | None:
+        target = _remote_path(path)
+        command = f'f={target}; [ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f"'
+        result = await self._exec(
+            command,
+            wrap(command),
+            timeout=timeout,
+            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+        )
+        if result.timed_out:
+            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
+        if result.connection_lost:
+            raise HostError(f"{self.name}: the connection was lost while reading {path}")
+        if result.exit_code != 0:
+            return None
+        return result.output.data().decode("utf-8", errors="replace")
+
+    async def _exec(
+        self,
+        command: str,
+        remote: str,
+        *,
+        timeout: float,
+        buffer: OutputBuffer,
+        on_output: OnOutput | None = None,
+        stop: asyncio.Event | None = None,
+        stdin: bytes | None = None,
+    ) -> CommandResult:
+        start = time.monotonic()
+        for attempt in range(2):
+            conn = await self._conn()
+            assert self._link is not None
+            link = self._link
+            try:
+                proc = await conn.create_process(remote, encoding=None)
+                break
+            except (asyncssh.Error, OSError) as e:
+                if not link.is_closed:
+                    raise HostError(
+                        f"{self.name}: the server refused to start the command: {e}"
+                    ) from e
+                if attempt:
+                    return CommandResult(
+                        command, None, time.monotonic() - start, buffer, connection_lost=True
+                    )
+                # The connection had dropped before the command started: reconnect once.
+        pgid: list[int] = []
+        pgid_known = asyncio.Event()
+        decoder = StreamDecoder()
+
+        def feed(data: bytes) -> None:
+            buffer.feed(data)
+            if on_output:
+                text = decoder.decode(data)
+                if text:
+                    on_output(text)
+
+        async def pump_stdout() -> None:
+            while data := await proc.stdout.read(READ_CHUNK):
+                feed(data)
+
+        async def pump_stderr() -> None:
+            pending = b""
+            while data := await proc.stderr.read(READ_CHUNK):
+                if pgid:
+                    feed(data)
+                    continue
+                pending += data
+                at = pending.find(PID_MARK)
+                end = pending.find(b"\n", at) if at >= 0 else -1
+                if end < 0:
+                    continue
+                number = pending[at + len(PID_MARK) : end]
+                pgid.append(int(number) if number.isdigit() else 0)
+                pgid_known.set()
+                rest = pending[:at] + pending[end + 1 :]
+                pending = b""
+                if rest:
+                    feed(rest)
+            if pending:
+                feed(pending)
+            pgid_known.set()
+
+        async def finished() -> None:
+            with contextlib.suppress(asyncssh.Error, OSError):
+                await asyncio.gather(pump_stdout(), pump_stderr())
+            with contextlib.suppress(asyncssh.Error, OSError):
+                await proc.wait_closed()
+
+        if stdin:
+            proc.stdin.write(stdin)
+        proc.stdin.write_eof()
+
+        work = asyncio.ensure_future(finished())
+        waiters: set[asyncio.Future[object]] = {work}
+        stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        if stopper is not None:
+            waiters.add(stopper)
+        lost = asyncio.ensure_future(link.client.closed.wait())
+        timed_out = cancelled = False
+        try:
+            done, _ = await asyncio.wait(
+                waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if work not in done:
+                timed_out = stopper is None or stopper not in done
+                cancelled = not timed_out
+                await self._end(link, proc, pgid, pgid_known, work)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
+            raise
+        finally:
+            for task in (stopper, lost):
+                if task is not None:
+                    task.cancel()
+        if on_output:
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                on_output(tail)
+        code, sig = proc.exit_status, None
+        if proc.exit_signal is not None:
+            with contextlib.suppress(KeyError):
+                sig = int(signal.Signals["SIG" + proc.exit_signal[0]])
+            code = 128 + sig if sig else None
+        elif code is not None and code < 0:
+            code = None  # the channel closed without an exit status
+        connection_lost = code is None and link.is_closed and not (timed_out or cancelled)
+        return CommandResult(
+            command=command,
+            exit_code=code,
+            duration_s=time.monotonic() - start,
+            output=buffer,
+            timed_out=timed_out,
+            cancelled=cancelled,
+            connection_lost=connection_lost,
+            signal=sig,
+        )
+
+    async def _end(
+        self,
+        link: Link,
+        proc: asyncssh.SSHClientProcess,
+        pgid: list[int],
+        pgid_known: asyncio.Event,
+        work: asyncio.Future[None],
+    ) -> None:
+        """End the command's whole process group on the host, then collect what it printed."""
+        # The group's number is the first thing the command prints; it may still be on its way.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pgid_known.wait(), DRAIN_WAIT)
+        if pgid and pgid[0] > 1 and not link.is_closed:
+            with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+                async with asyncio.timeout(KILL_GRACE + DRAIN_WAIT):
+                    await link.conn.run(_kill_script(pgid[0]), stdin=asyncssh.DEVNULL)
+        else:
+            with contextlib.suppress(asyncssh.Error, OSError):
+                proc.send_signal("KILL")
+        try:
+            await asyncio.wait_for(asyncio.shield(work), DRAIN_WAIT)
+        except TimeoutError:
+            # Something outside the group still holds the output open: stop reading.
+            proc.close()
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work

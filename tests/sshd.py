@@ -1,0 +1,209 @@
+"""Debian's OpenSSH sshd on a free loopback port, with its own config, host key and test user.
+
+Runs as root (as CI does). The test user's password field is `*`: an account fresh from
+`useradd` is locked (`!`) and sshd without PAM refuses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = Path("/usr/sbin/sshd")
+
+
+class SshdUnavailable(Exception):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def keygen(path: Path, passphrase: str = "", kind: str = "ed25519") -> Path:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", "kosmos-test", "-f", str(path)],
+        check=True,
+    )
+    return path
+
+
+@dataclass
+class Sshd:
+    """A running sshd: `user` logs in with `client_key` at 127.0.0.1:`port`."""
+
+    root: Path
+    port: int
+    user: str
+    remote_home: Path
+    client_key: Path
+    host_key_pub: Path
+    log: Path
+    pid: int
+
+    @property
+    def target(self) -> str:
+        return f"{self.user}@127.0.0.1:{self.port}"
+
+    def known_hosts_line(self) -> str:
+        algorithm, data = self.host_key_pub.read_text().split()[:2]
+        return f"[127.0.0.1]:{self.port} {algorithm} {data}\n"
+
+    def write_remote(self, relative: str, text: str) -> Path:
+        """A file in the test user's home, owned by that user."""
+        path = self.remote_home / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        uid = pwd.getpwnam(self.user).pw_uid
+        for p in [path, *path.relative_to(self.remote_home).parents]:
+            os.chown(self.remote_home / p, uid, uid)
+        return path
+
+    def clean_remote(self) -> None:
+        """Remove what tests left in the user's home, keeping its .ssh."""
+        for child in self.remote_home.iterdir():
+            if child.name == ".ssh":
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+
+    def user_processes(self) -> list[str]:
+        """`ps` lines of the test user's live processes (sshd's own and zombies left out)."""
+        out = subprocess.run(
+            ["ps", "-u", self.user, "-o", "pid=,stat=,args="],
+            capture_output=True,
+            text=True,
+        ).stdout
+        return [
+            line
+            for line in out.splitlines()
+            if "sshd" not in line and not line.split()[1].startswith("Z")
+        ]
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+        subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
+        subprocess.run(["userdel", self.user], capture_output=True)
+
+
+def _ensure_user(name: str, home: Path) -> None:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "-M", "-d", str(home), "-s", "/bin/sh", name],
+            check=True,
+            capture_output=True,
+        )
+    else:
+        subprocess.run(["usermod", "-d", str(home), name], check=True, capture_output=True)
+    subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
+
+
+def start_sshd(worker: str) -> Sshd:
+    """Start sshd for this test worker; raises SshdUnavailable when it cannot run here."""
+    if os.geteuid() != 0:
+        raise SshdUnavailable("the sshd tests need root (they add a test user)")
+    if not SSHD.exists() or not shutil.which("ssh-keygen") or not shutil.which("useradd"):
+        raise SshdUnavailable("openssh-server, ssh-keygen or useradd is not installed")
+    root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{worker}-"))
+    root.chmod(0o755)
+    # One user per test process: concurrent suites on one machine must not share a home.
+    user = f"kt-{os.getpid()}-{worker}"[:32]
+    remote_home = root / "home"
+    (remote_home / ".ssh").mkdir(parents=True)
+    _ensure_user(user, remote_home)
+    uid = pwd.getpwnam(user).pw_uid
+    host_key = keygen(root / "host_ed25519")
+    client_key = keygen(root / "client_ed25519")
+    auth = remote_home / ".ssh" / "authorized_keys"
+    auth.write_text((root / "client_ed25519.pub").read_text())
+    auth.chmod(0o600)
+    (remote_home / ".ssh").chmod(0o700)
+    for p in (remote_home, remote_home / ".ssh", auth):
+        os.chown(p, uid, uid)
+    port = free_port()
+    config = root / "sshd_config"
+    log = root / "sshd.log"
+    pidfile = root / "sshd.pid"
+    config.write_text(
+        f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {host_key}
+PidFile {pidfile}
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+AuthorizedKeysFile .ssh/authorized_keys
+StrictModes no
+PermitRootLogin prohibit-password
+AllowUsers {user}
+AllowTcpForwarding yes
+MaxStartups 200:30:400
+MaxSessions 200
+LogLevel VERBOSE
+Subsystem sftp internal-sftp
+"""
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    subprocess.run([str(SSHD), "-f", str(config), "-E", str(log)], check=True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if pidfile.exists() and pidfile.read_text().strip():
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                pass
+        time.sleep(0.05)
+    else:
+        raise RuntimeError(f"sshd did not start; see {log}: {log.read_text()[-2000:]}")
+    return Sshd(
+        root=root,
+        port=port,
+        user=user,
+        remote_home=remote_home,
+        client_key=client_key,
+        host_key_pub=root / "host_ed25519.pub",
+        log=log,
+        pid=int(pidfile.read_text().strip()),
+    )
+
+
+def write_client_home(
+    home: Path,
+    sshd: Sshd,
+    *,
+    alias: str = "box",
+    trust: bool = True,
+    extra_config: str = "",
+) -> Path:
+    """A HOME whose ~/.ssh has the client key, an alias for the sshd and (if `trust`) its key."""
+    ssh_dir = home / ".ssh"
+    ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = ssh_dir / "id_ed25519"
+    shutil.copy(sshd.client_key, key)
+    shutil.copy(sshd.client_key.with_suffix(".pub"), ssh_dir / "id_ed25519.pub")
+    key.chmod(0o600)
+    (ssh_dir / "config").write_text(
+        f"Host {alias}\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+        + extra_config
+    )
+    known = ssh_dir / "known_hosts"
+    known.write_text(sshd.known_hosts_line() if trust else "")
+    return ssh_dir

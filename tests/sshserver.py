@@ -1,0 +1,167 @@
+"""An in-process asyncssh server on loopback that runs real shell commands, for protocol tests.
+
+Each exec request runs under `sh -c` in its own session (as sshd does), with HOME and the
+working directory set to the server's home folder. Tests can drop every connection, refuse
+keys, or let it forward TCP so that it serves as a ProxyJump host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+
+
+@dataclass
+class ServerState:
+    home: Path
+    authorized: list[asyncssh.SSHKey]
+    connections: list[asyncssh.SSHServerConnection] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    forwards: list[tuple[str, int]] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    processes: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+
+class _Server(asyncssh.SSHServer):
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.conn: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.conn = conn
+        self.state.connections.append(conn)
+
+    def begin_auth(self, username: str) -> bool:
+        self.state.users.append(username)
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return key in self.state.authorized
+
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int):  # noqa: ANN201
+        self.state.forwards.append((dest_host, dest_port))
+        return True
+
+
+async def _run_process(state: ServerState, process: asyncssh.SSHServerProcess) -> None:
+    command = process.command or "exec sh -i"
+    state.commands.append(command)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(state.home)}
+    local = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=state.home,
+        env=env,
+        start_new_session=True,
+    )
+    state.processes.append(local)
+    assert local.stdin is not None and local.stdout is not None and local.stderr is not None
+    stdin, stdout, stderr = local.stdin, local.stdout, local.stderr
+
+    async def feed_stdin() -> None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            while data := await process.stdin.read(65536):
+                stdin.write(data)
+                await stdin.drain()
+        stdin.close()
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncssh.SSHWriter) -> None:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+
+    feeder = asyncio.ensure_future(feed_stdin())
+    try:
+        await asyncio.gather(pump(stdout, process.stdout), pump(stderr, process.stderr))
+        code = await local.wait()
+        if code >= 0:
+            process.exit(code)
+        else:
+            process.exit_with_signal(signal.Signals(-code).name.removeprefix("SIG"))
+    except (asyncssh.Error, OSError, asyncio.CancelledError):
+        with contextlib.suppress(ProcessLookupError):
+            local.kill()
+        await local.wait()
+    finally:
+        feeder.cancel()
+
+
+class InProcessSSHServer:
+    """Start with `await server.start()`; `target` is what kosmos connects to."""
+
+    def __init__(self, home: Path, host_key: asyncssh.SSHKey, client_key: asyncssh.SSHKey) -> None:
+        self.state = ServerState(home=home, authorized=[client_key.convert_to_public()])
+        self.host_key = host_key
+        self.port = 0
+        self._acceptor: asyncssh.SSHAcceptor | None = None
+
+    async def start(self) -> InProcessSSHServer:
+        state = self.state
+        self._acceptor = await asyncssh.listen(
+            "127.0.0.1",
+            0,
+            server_host_keys=[self.host_key],
+            server_factory=lambda: _Server(state),
+            process_factory=lambda p: _run_process(state, p),
+            encoding=None,
+            allow_scp=False,
+            keepalive_interval=0,
+        )
+        self.port = self._acceptor.sockets[0].getsockname()[1]
+        return self
+
+    def drop_all(self) -> None:
+        """Cut every open connection at once, as a crashed server or a broken network would."""
+        for conn in self.state.connections:
+            conn.abort()
+        self.state.connections.clear()
+
+    async def stop(self) -> None:
+        # Whatever a test left running ends with the server, as with a rebooted host.
+        for proc in self.state.processes:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        self.drop_all()
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
+
+
+def write_client_home(
+    home: Path,
+    server: InProcessSSHServer,
+    client_key: asyncssh.SSHKey,
+    *,
+    alias: str = "inproc",
+    trust: bool = True,
+    extra_config: str = "",
+) -> Path:
+    """A HOME whose ~/.ssh holds the client key, an alias for the server and (if `trust`) its key."""
+    ssh_dir = home / ".ssh"
+    ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    client_key.write_private_key(str(ssh_dir / "id_ed25519"))
+    client_key.write_public_key(str(ssh_dir / "id_ed25519.pub"))
+    (ssh_dir / "id_ed25519").chmod(0o600)
+    (ssh_dir / "config").write_text(
+        f"Host {alias}\n  HostName 127.0.0.1\n  Port {server.port}\n  User tester\n" + extra_config
+    )
+    line = ""
+    if trust:
+        algorithm, data = server.host_key.export_public_key("openssh").decode().split()[:2]
+        line = f"[127.0.0.1]:{server.port} {algorithm} {data}\n"
+    (ssh_dir / "known_hosts").write_text(line)
+    return ssh_dir
