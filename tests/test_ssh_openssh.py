@@ -359,3 +359,44 @@ def test_proxy_jump_through_openssh(
     # Two logins: one to the jump host, one through it to the target.
     assert remote.log.read_text().count("Accepted publickey") - before == 2
     assert llm.requests[-1].last_user_text.startswith("Command output:\n127.0.0.1 ")
+
+
+def _encrypt_key(home: Path, passphrase: str) -> None:
+    key = home / ".ssh" / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-p", "-a", "2", "-P", "", "-N", passphrase, "-f", str(key)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_encrypted_key_passphrase_typed_in_line_mode(
+    llm: ScriptedLLM, ssh_cli_env: dict, home: Path, tmp_path: Path
+) -> None:
+    _encrypt_key(home, "open sesame")
+    llm.script("[DONE] in")
+    transcript = tmp_path / "run.jsonl"
+    proc = run_cli(
+        ["run", "system-overview", "--host", "box", "--transcript", str(transcript)],
+        env=ssh_cli_env,
+        cwd=tmp_path,
+        stdin="open sesame\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Enter passphrase for key" in proc.stderr
+    assert "open sesame" not in proc.stdout + proc.stderr + transcript.read_text()
+
+
+def test_encrypted_key_in_ci_is_a_clear_error(
+    llm: ScriptedLLM, ssh_cli_env: dict, home: Path, tmp_path: Path
+) -> None:
+    _encrypt_key(home, "open sesame")
+    proc = run_cli(
+        ["run", "system-overview", "--host", "box", "--non-interactive", "--yes"],
+        env=ssh_cli_env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 6
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is encrypted and no ssh-agent holds it" in lines[0]
+    assert llm.requests == []

@@ -311,7 +311,9 @@ async def test_an_encrypted_key_asks_for_its_passphrase(
     ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
 ) -> None:
     ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1])
-    ssh_keys[1].write_private_key(str(ssh_dir / "id_ed25519"), passphrase="open sesame")
+    ssh_keys[1].write_private_key(
+        str(ssh_dir / "id_ed25519"), passphrase="open sesame", rounds=2, ignore_few_rounds=True
+    )
     prompter = Prompter(secrets=["wrong", "open sesame"])
     runner = runner_for(prompter=prompter)
     try:
@@ -327,7 +329,9 @@ async def test_an_encrypted_key_without_a_terminal_is_a_clear_error(
     ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
 ) -> None:
     ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1])
-    ssh_keys[1].write_private_key(str(ssh_dir / "id_ed25519"), passphrase="open sesame")
+    ssh_keys[1].write_private_key(
+        str(ssh_dir / "id_ed25519"), passphrase="open sesame", rounds=2, ignore_few_rounds=True
+    )
     with pytest.raises(ConnectFailed, match="is encrypted and no ssh-agent holds it; run `ssh-add"):
         await runner_for().connect()
 
