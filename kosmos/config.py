@@ -9,6 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from kosmos.chat.settings import ChatSettings
 from kosmos.errors import ConfigError
 
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
@@ -21,6 +22,41 @@ ENV_API_KEYS = {
     "openai": ("KOSMOS_API_KEY", "OPENAI_API_KEY"),
     "gemini": ("KOSMOS_API_KEY", "GEMINI_API_KEY"),
 }
+# The base URL each provider reads from the environment (seed 001 names the openai one).
+ENV_BASE_URLS = {"openai": ENV_BASE_URL, "gemini": "GEMINI_BASE_URL"}
+PROVIDER_DEFAULTS = {
+    "openai": {"base_url": DEFAULT_BASE_URL, "model": DEFAULT_MODEL},
+    "gemini": {
+        "base_url": "https://generativelanguage.googleapis.com/v1beta",
+        "model": "gemini-2.0-flash",
+    },
+}
+
+ProviderName = Literal["openai", "gemini"]
+ProtocolName = Literal["tags", "json", "tools", "auto"]
+
+
+class CapabilitySettings(BaseModel):
+    """What a provider (or one of its models) can do; unset keys keep the provider's default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    json_schema: bool | None = None
+    tools: bool | None = None
+    json_mode: bool | None = None
+
+
+class ProviderSettings(BaseModel):
+    """The `providers.<name>` section: that provider's endpoint, key, model and capabilities."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str | None = Field(None, min_length=1)
+    capabilities: CapabilitySettings = CapabilitySettings()
+    # Per model name: capabilities that differ from the provider's.
+    models: dict[str, CapabilitySettings] = Field(default_factory=dict)
 
 
 class HostSettings(BaseModel):
@@ -36,7 +72,9 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Literal["openai", "gemini"] = "openai"
+    provider: ProviderName = "openai"
+    protocol: ProtocolName = "tags"
+    providers: dict[ProviderName, ProviderSettings] = Field(default_factory=dict)
     base_url: str = DEFAULT_BASE_URL
     model: str = Field(DEFAULT_MODEL, min_length=1)
     api_key: SecretStr | None = None
@@ -53,9 +91,20 @@ class Settings(BaseModel):
     transcript_dir: Path | None = None
     prompts_file: Path | None = None
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
+    chat: ChatSettings = ChatSettings()
 
     def chat_url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
+
+    def capabilities(self) -> dict[str, bool]:
+        """The active provider's capabilities for the active model, config over defaults."""
+        caps = {"json_schema": True, "tools": True, "json_mode": True}
+        section = self.providers.get(self.provider)
+        if section is not None:
+            for layer in (section.capabilities, section.models.get(self.model)):
+                if layer is not None:
+                    caps.update({k: v for k, v in layer.model_dump().items() if v is not None})
+        return caps
 
 
 # Keys a config file may hold: every field of Settings.
@@ -80,6 +129,8 @@ def user_config_dir(env: Mapping[str, str], home: Path) -> Path:
 
 ALLOWED = {
     "provider": "openai or gemini",
+    "protocol": "tags, json, tools or auto",
+    "providers": "a mapping of openai/gemini to base_url, api_key, model, capabilities, models",
     "base_url": "an http(s) URL such as http://localhost:11434/v1",
     "model": "a model name the server knows",
     "api_key": "a string (better: the KOSMOS_API_KEY environment variable)",
@@ -96,6 +147,7 @@ ALLOWED = {
     "transcript_dir": "a directory",
     "prompts_file": "a JSON file of prompt texts",
     "hosts": "a mapping of host name to settings (policy: ask, read-only or auto)",
+    "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
 }
 
 
@@ -140,6 +192,28 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def _provider_section(merged: dict[str, Any], provider: str) -> None:
+    """Fill base_url, api_key and model from `providers.<provider>`, else that provider's defaults.
+
+    The `providers` section wins over the top-level keys of the files, which apply only to the
+    provider the files name (openai unless they say otherwise); environment and flags are
+    applied after this and win over both.
+    """
+    if merged.get("provider", "openai") != provider:
+        # Top-level keys belong to the file's own provider; another one starts from its section.
+        for key in ("base_url", "api_key", "model"):
+            merged.pop(key, None)
+    section = (merged.get("providers") or {}).get(provider) or {}
+    if not isinstance(section, dict):
+        return
+    defaults = PROVIDER_DEFAULTS.get(provider, {})
+    for key in ("base_url", "api_key", "model"):
+        if section.get(key) is not None:
+            merged[key] = section[key]
+        elif key not in merged and key in defaults:
+            merged[key] = defaults[key]
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     *,
@@ -163,9 +237,11 @@ def load_settings(
                 merged.update(read_config_file(path))
 
     provider = (flags or {}).get("provider") or merged.get("provider") or "openai"
+    _provider_section(merged, provider)
     from_env: dict[str, Any] = {}
-    if env.get(ENV_BASE_URL):
-        from_env["base_url"] = env[ENV_BASE_URL]
+    url_env = ENV_BASE_URLS.get(provider)
+    if url_env and env.get(url_env):
+        from_env["base_url"] = env[url_env]
     if env.get(ENV_MODEL):
         from_env["model"] = env[ENV_MODEL]
     for name in ENV_API_KEYS.get(provider, ()):

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
 
 
 class Event(BaseModel):
@@ -35,6 +35,11 @@ class RunStarted(Event):
     max_steps: int
     history_mode: str = "full"
     transcript: str | None = None
+    # The approval policy in force: ask, read-only or auto.
+    policy: str = "ask"
+    # A resumed run names the transcript it continues; a replay, the recording it plays.
+    resumed_from: str | None = None
+    replay_of: str | None = None
 
 
 class KnowledgeLoaded(Event):
@@ -52,13 +57,41 @@ class Notice(Event):
     message: str
 
 
+class ToolCall(BaseModel):
+    """One function call an LLM asked for (seed 003): its id (if the wire has one), name, args."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None = None
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
 class Message(BaseModel):
-    """One chat message as the LLM sees it."""
+    """One chat message as the LLM sees it.
+
+    An assistant message may carry tool calls besides its text; a `tool` message answers the
+    call `tool_call_id` (named `name`, which Gemini's functionResponse needs).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: Any) -> dict[str, Any]:
+        # A plain message stays {"role", "content"} in transcripts and byte counts.
+        data = handler(self)
+        if not self.tool_calls:
+            data.pop("tool_calls", None)
+        for key in ("tool_call_id", "name"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class LLMRequest(Event):
@@ -86,6 +119,36 @@ class LLMReply(Event):
     duration_s: float
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
+    tool_calls: list[ToolCall] = []
+
+
+class CapabilityFallback(Event):
+    """The server rejected a capability (HTTP 400); kosmos stops using it for this run."""
+
+    type: Literal["capability_fallback"] = "capability_fallback"
+    capability: Literal["json_schema", "tools", "json_mode"]
+    reason: str
+    next: str
+
+
+class StructuredExchange(Event):
+    """One structured request (seed 004): context, schema, strategy and the solution.
+
+    Together they are a replayable unit: the same context and schema give the same call.
+    """
+
+    type: Literal["structured_request"] = "structured_request"
+    step: int | None = None
+    context: list[Message]
+    schema_: dict[str, Any] = Field(alias="schema")
+    name: str = "response"
+    llm: dict[str, Any] = {}  # settings a content handler changed (temperature, max_tokens)
+    strategy: Literal["json_schema", "tool", "json_mode"]
+    solution: dict[str, Any] | None = None
+    repaired: bool = False
+    error: str | None = None
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, serialize_by_alias=True)
 
 
 DirectiveKind = Literal["cmd", "ask", "message", "done"]
@@ -100,6 +163,11 @@ class Directive(Event):
     text: str
     required: bool = True
     inferred: bool = False
+    # Text the LLM said beside its directive (a multi-part reply, seed 003; a JSON envelope's
+    # `text`, seed 000).
+    said: str = ""
+    # A built-in action of the JSON envelope (`open_app` / `close_app`) behind a command.
+    action: str | None = None
 
 
 class FormatError(Event):
@@ -111,12 +179,23 @@ class FormatError(Event):
     count: int
 
 
+Risk = Literal["read_only", "write", "dangerous"]
+
+
 class CommandDecision(Event):
+    """Whether a proposed command runs, and who decided: the operator, the policy or a replay.
+
+    `refused`: the policy would not let it run (the LLM is told `reason`).
+    """
+
     type: Literal["command_decision"] = "command_decision"
     step: int
-    decision: Literal["run", "skip", "edit"]
+    decision: Literal["run", "skip", "edit", "refused"]
     command: str
     proposed: str
+    by: Literal["operator", "policy", "replay"] = "operator"
+    risk: Risk | None = None
+    reason: str = ""
 
 
 class CommandStarted(Event):
@@ -158,11 +237,25 @@ class Answer(Event):
     required: bool
 
 
+class ParamsUpdate(Event):
+    """The parameter dialogue (seed 003): one turn, or parameters merged, rejected, confirmed."""
+
+    type: Literal["params_update"] = "params_update"
+    kind: Literal["turn", "update", "rejected", "confirm", "premature_confirm"]
+    values: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    missing: list[str] = []
+    # kind "turn": what the LLM said and what the operator typed back (None: Confirm pressed).
+    said: str = ""
+    typed: str | None = None
+
+
 class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
-    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted"]
+    # `skipped`: a fleet host that never ran because its canary did not end done.
+    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"]
     steps: int
     message: str
     exit_code: int
@@ -178,6 +271,9 @@ AnyEvent = Annotated[
     | LLMRequest
     | LLMRetry
     | LLMReply
+    | CapabilityFallback
+    | StructuredExchange
+    | ParamsUpdate
     | Directive
     | FormatError
     | CommandDecision

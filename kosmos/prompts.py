@@ -71,8 +71,16 @@ class Prompts:
         return self.texts[key]
 
     # seed 001 section 3: base prompt, optional System Context, Active Skill, in that order.
-    def system(self, skill_name: str, skill_body: str, knowledge: str | None) -> str:
-        parts = [self["SKILL_SYSTEM_PROMPT_WITH_ASK"]]
+    def system(
+        self,
+        skill_name: str,
+        skill_body: str,
+        knowledge: str | None,
+        *,
+        base: str = "SKILL_SYSTEM_PROMPT_WITH_ASK",
+    ) -> str:
+        # `base`: the tags protocol's seed prompt, or the json / tools protocol's own.
+        parts = [self[base]]
         if knowledge and knowledge.strip():
             parts.append(self["SKILL_SYSTEM_CONTEXT"].format(knowledge=knowledge.strip()))
         parts.append(

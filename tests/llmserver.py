@@ -1,7 +1,8 @@
 """A scripted LLM server for tests: real HTTP on loopback, replies from a list, records requests.
 
 It speaks the OpenAI chat-completions wire format (`POST /v1/chat/completions`) and Gemini's
-(`POST /v1beta/models/{model}:generateContent`). It runs in a thread so that tests can drive
+(`POST /v1beta/models/{model}:generateContent`); with an `embedder` set it also answers
+`POST /v1/embeddings`. It runs in a thread so that tests can drive
 kosmos in-process or as a subprocess alike.
 """
 
@@ -52,6 +53,16 @@ class Completion:
     finish_reason: str = "stop"
 
 
+def call(name: str, id: str = "call_1", **args: Any) -> dict[str, Any]:
+    """An OpenAI-style tool call for a scripted Completion (Gemini answers get a functionCall)."""
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def calls(*items: dict[str, Any], content: str | None = None) -> Completion:
+    """A completion that calls these tools, with optional text beside them (seed 003)."""
+    return Completion(content=content, tool_calls=list(items), finish_reason="tool_calls")
+
+
 @dataclass
 class Recorded:
     method: str
@@ -65,6 +76,25 @@ class Recorded:
         return self.body.get("messages", []) if isinstance(self.body, dict) else []
 
     @property
+    def contents(self) -> list[dict[str, Any]]:
+        """Gemini's `contents` (user/model turns)."""
+        return self.body.get("contents", []) if isinstance(self.body, dict) else []
+
+    def capabilities_used(self) -> set[str]:
+        """Which of json_schema, json_mode and tools this request asked for, in either format."""
+        body = self.body if isinstance(self.body, dict) else {}
+        used = set()
+        if body.get("tools"):
+            used.add("tools")
+        fmt = body.get("response_format") or {}
+        gen = body.get("generationConfig") or {}
+        if fmt.get("type") == "json_schema" or "responseJsonSchema" in gen:
+            used.add("json_schema")
+        elif fmt.get("type") == "json_object" or gen.get("responseMimeType"):
+            used.add("json_mode")
+        return used
+
+    @property
     def system(self) -> str:
         return self.messages[0]["content"]
 
@@ -75,6 +105,18 @@ class Recorded:
 
 
 Script = str | Status | Hang | Raw | Completion | Callable[["Recorded"], Any]
+
+# What real servers say when they do not support a capability (llama.cpp, older vLLM, Gemini).
+REJECTIONS = {
+    "json_schema": "response_format type json_schema is not supported by this model",
+    "json_mode": "'response_format' of type 'json_object' is not supported",
+    "tools": "tools are not supported for this model",
+}
+GEMINI_REJECTIONS = {
+    "json_schema": 'Invalid JSON payload received. Unknown name "responseJsonSchema"',
+    "json_mode": "responseMimeType application/json is not supported for this model",
+    "tools": "Function calling is not enabled for this model",
+}
 
 
 def completion_body(item: str | Completion, model: str) -> dict[str, Any]:
@@ -100,10 +142,18 @@ class ScriptedLLM:
         self._script: list[Script] = []
         self.default: Script | None = None
         self.requests: list[Recorded] = []
+        # Capabilities this server refuses with HTTP 400, as a server without them does.
+        self.rejects: set[str] = set()
+        # text -> vector; when set, /embeddings answers with it (requests in `embedding_requests`).
+        self.embedder: Callable[[str], list[float]] | None = None
+        self.embedding_requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for it, once per test.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     # -- test API ----------------------------------------------------------------------
 
@@ -114,6 +164,15 @@ class ScriptedLLM:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1beta"
+
+    def reject(self, *capabilities: str) -> ScriptedLLM:
+        """Answer HTTP 400 to any request that uses one of these capabilities."""
+        self.rejects.update(capabilities)
+        return self
 
     def script(self, *items: Script) -> ScriptedLLM:
         with self._lock:
@@ -191,8 +250,23 @@ class ScriptedLLM:
                     body,
                     time.time(),
                 )
+                if llm.embedder is not None and self.path.rstrip("/").endswith("/embeddings"):
+                    with llm._lock:
+                        llm.embedding_requests.append(record)
+                    self._send(200, embeddings_body(llm.embedder, body))
+                    return
                 with llm._lock:
                     llm.requests.append(record)
+                refused = sorted(record.capabilities_used() & llm.rejects)
+                if refused:
+                    gemini = ":generateContent" in record.path
+                    text = (GEMINI_REJECTIONS if gemini else REJECTIONS)[refused[0]]
+                    error: dict[str, Any] = {"message": text, "code": 400}
+                    error["status" if gemini else "type"] = (
+                        "INVALID_ARGUMENT" if gemini else "invalid_request_error"
+                    )
+                    self._send(400, {"error": error})
+                    return
                 item = llm._next()
                 self._answer(item, record)
 
@@ -225,6 +299,22 @@ class ScriptedLLM:
         return Handler
 
 
+def embeddings_body(embedder: Callable[[str], list[float]], body: Any) -> dict[str, Any]:
+    """An OpenAI-style /embeddings answer: one vector per input, in order."""
+    inputs = body.get("input", []) if isinstance(body, dict) else []
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": embedder(text)}
+            for i, text in enumerate(inputs)
+        ],
+        "model": body.get("model", "?") if isinstance(body, dict) else "?",
+        "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
+    }
+
+
 def gemini_body(item: str | Completion) -> dict[str, Any]:
     """A Gemini generateContent answer with a text part (and function calls, if any)."""
     if isinstance(item, str):
@@ -233,7 +323,7 @@ def gemini_body(item: str | Completion) -> dict[str, Any]:
     if item.content:
         parts.append({"text": item.content})
     for call in item.tool_calls or []:
-        fn = call.get("function", call)
+        fn = call.get("function", call)  # an OpenAI-style call or a bare {name, args}
         args = fn.get("arguments", fn.get("args", {}))
         if isinstance(args, str):
             args = json.loads(args or "{}")

@@ -20,6 +20,9 @@ def view(messages: Sequence[Message], mode: str, history_max: int | None) -> lis
     if mode == "full" or len(messages) <= 2:
         return list(messages)
     if mode == "system_only":
+        if messages[-1].role == "tool" and messages[-2].role == "assistant":
+            # A tool result travels with the call it answers.
+            return [messages[0], messages[-2], messages[-1]]
         return [messages[0], messages[-1]]
     n = history_max or DEFAULT_HISTORY_MAX
     head, rest = list(messages[:2]), list(messages[2:])

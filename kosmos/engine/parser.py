@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 Kind = Literal["cmd", "ask", "message", "done"]
 
@@ -30,6 +30,9 @@ class Parsed:
     required: bool = True
     inferred: bool = False
     canonical: str = ""
+    # A built-in action of the JSON envelope (seed 000) that becomes the command on the target.
+    action: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 class NoDirective(Exception):

@@ -8,6 +8,7 @@ from typing import TextIO
 
 from kosmos.events import (
     Answer,
+    CapabilityFallback,
     CommandDecision,
     CommandFinished,
     CommandOutput,
@@ -43,10 +44,16 @@ class TextRenderer:
         c = self.c
         match event:
             case RunStarted():
+                source = f"model {event.model}"
+                if event.replay_of:
+                    source = f"replaying {event.replay_of} (no LLM)"
                 c.say(
                     c.style(f"▶ {event.skill}", "1")
-                    + f" on {event.host} · model {event.model} · up to {event.max_steps} steps"
+                    + f" on {event.host} · {source} · up to {event.max_steps} steps"
+                    + (f" · protocol {event.protocol}" if event.protocol != "tags" else "")
                 )
+                if event.policy != "ask":
+                    c.say(c.style(f"  policy: {event.policy}", "2"))
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
@@ -73,6 +80,12 @@ class TextRenderer:
                 )
             case Directive():
                 self._directive(event)
+            case CommandDecision() if event.decision == "refused":
+                c.say(c.style(f"  refused: {event.reason}", "33"))
+            case CommandDecision() if event.by == "replay":
+                c.say(c.style(f"  {event.decision} (as recorded)", "2"))
+            case CommandDecision() if event.by == "policy" and event.decision == "run":
+                c.say(c.style(f"  runs without asking ({event.reason})", "2"))
             case CommandDecision() if event.decision == "skip":
                 c.say(c.style("  skipped", "2"))
             case CommandDecision() if event.decision == "edit":
@@ -89,6 +102,14 @@ class TextRenderer:
                 c.say(c.style(f"  ↳ {shown}", "2"))
             case Notice():
                 c.say(c.style(f"  ! {event.message}", "33"), stream=c.err)
+            case CapabilityFallback():
+                c.say(
+                    c.style(
+                        f"  ! the LLM refused {event.capability}; using {event.next} from now on",
+                        "33",
+                    ),
+                    stream=c.err,
+                )
             case RunFinished():
                 self._result(event)
             case _:
@@ -96,6 +117,8 @@ class TextRenderer:
 
     def _directive(self, event: Directive) -> None:
         c = self.c
+        if event.said and event.said != event.text:
+            c.say(c.style(f"[{event.step}] ", "34") + event.said)
         if event.kind == "cmd":
             note = c.style(" (inferred: the reply had no tag)", "33") if event.inferred else ""
             c.say(c.style(f"[{event.step}] $ ", "36") + c.style(event.text, "1") + note)

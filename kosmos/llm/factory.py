@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from kosmos.config import ENV_API_KEYS, Settings
+from kosmos.llm.gemini import GeminiProvider
 from kosmos.llm.http import LLMHttp
 from kosmos.llm.openai import OpenAIProvider
-from kosmos.llm.provider import Provider
+from kosmos.llm.provider import Capabilities, Provider
 
 
 def key_hint(settings: Settings) -> str:
     names = " or ".join(ENV_API_KEYS.get(settings.provider, ("KOSMOS_API_KEY",)))
+    where = f"providers.{settings.provider}.api_key in kosmos.yaml"
     if settings.api_key is None:
-        return f"no API key is set: set {names}"
-    return f"set {names} to a valid key"
+        return f"no API key is set: set {names} (or {where})"
+    return f"set {names} (or {where}) to a valid key"
 
 
 def make_provider(settings: Settings) -> Provider:
@@ -23,10 +25,12 @@ def make_provider(settings: Settings) -> Provider:
         key_hint=key_hint(settings),
     )
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    return OpenAIProvider(
+    cls = GeminiProvider if settings.provider == "gemini" else OpenAIProvider
+    return cls(
         http,
         model=settings.model,
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         api_key=api_key,
+        capabilities=Capabilities(**settings.capabilities()),
     )

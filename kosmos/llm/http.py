@@ -23,6 +23,14 @@ OnRetry = Callable[[int, str, float], None]
 Sleep = Callable[[float], Awaitable[None]]
 
 
+class BadRequest(LLMError):
+    """HTTP 400: the server understood the request and refused it; `detail` is its reason."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
 class _Retryable(Exception):
     def __init__(self, reason: str, retry_after: float | None = None) -> None:
         super().__init__(reason)
@@ -176,6 +184,13 @@ class LLMHttp:
             raise LLMError(
                 f"the LLM at {self.base_url} answered HTTP 404 ({server_message(response)}); "
                 "check --base-url (it usually ends in /v1) and --model"
+            )
+        if status == 400:
+            detail = server_message(response)
+            raise BadRequest(
+                f"the LLM at {self.base_url} rejected the request (HTTP 400: {detail}); "
+                "check --model and the server's settings",
+                detail,
             )
         if status >= 400:
             raise LLMError(

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from kosmos.events import Message
+from kosmos.errors import LLMError
+from kosmos.events import Message, ToolCall
 
+__all__ = [
+    "Capabilities",
+    "CapabilityRejected",
+    "Capability",
+    "Provider",
+    "Reply",
+    "ResponseFormat",
+    "ToolCall",
+    "ToolSpec",
+    "rejected_capability",
+]
 
-class ToolCall(BaseModel):
-    id: str | None = None
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+Capability = Literal["json_schema", "tools", "json_mode"]
 
 
 class Reply(BaseModel):
@@ -25,18 +36,92 @@ class Reply(BaseModel):
     usage: dict[str, Any] | None = None
 
 
+class ToolSpec(BaseModel):
+    """A function the LLM may call: name, description and a JSON schema for its arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """Ask for JSON: `json_schema` (native, bound to `schema`) or `json_object` (JSON mode)."""
+
+    kind: Literal["json_schema", "json_object"]
+    schema: dict[str, Any] | None = None
+    name: str = "response"
+    # OpenAI's strict mode: every property required, no extra ones (the schema must say so).
+    strict: bool = False
+
+
+@dataclass
+class Capabilities:
+    """What the provider and model can do, from config; a rejected one stays off for the run."""
+
+    json_schema: bool = True
+    tools: bool = True
+    json_mode: bool = True
+    rejected: dict[str, str] = field(default_factory=dict)
+
+    def has(self, capability: Capability) -> bool:
+        return bool(getattr(self, capability)) and capability not in self.rejected
+
+    def reject(self, capability: Capability, reason: str) -> None:
+        self.rejected[capability] = reason
+
+
+class CapabilityRejected(LLMError):
+    """The server answered HTTP 400 about a capability kosmos used (response_format, tools)."""
+
+    def __init__(self, capability: Capability, message: str) -> None:
+        super().__init__(message)
+        self.capability = capability
+
+
+_FORMAT_WORDS = re.compile(
+    r"response_?format|json_?schema|response_?(mime_?type|schema|json_?schema)|json mode"
+    r"|structured output|guided",
+    re.IGNORECASE,
+)
+_TOOL_WORDS = re.compile(r"\btools?\b|tool_choice|tool_config|function|tool call", re.IGNORECASE)
+
+
+def rejected_capability(
+    message: str, *, tools: bool, response_format: ResponseFormat | None
+) -> Capability | None:
+    """Which capability a 400 answer's text is about, among those the request used."""
+    if response_format is not None and _FORMAT_WORDS.search(message):
+        return "json_schema" if response_format.kind == "json_schema" else "json_mode"
+    if tools and _TOOL_WORDS.search(message):
+        return "tools"
+    return None
+
+
 class Provider(Protocol):
     name: str
     model: str
     base_url: str
+    capabilities: Capabilities
 
     async def complete(
         self,
         messages: Sequence[Message],
         *,
         on_retry: Callable[[int, str, float], None] | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Reply:
-        """One chat completion; retries (telling `on_retry`) and raises LLMError with what to do."""
+        """One completion; retries (telling `on_retry`) and raises LLMError with what to do.
+
+        With `tools` the LLM may call them (`tool_choice` names one it must call); with
+        `response_format` it answers JSON. A 400 about either raises CapabilityRejected.
+        """
         ...
 
     async def aclose(self) -> None: ...

@@ -1,0 +1,146 @@
+"""`kosmos chat`: the line-mode REPL over the chat agent; skills run as `kosmos run` runs them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kosmos.chat.agent import Kind, SkillOutcome
+from kosmos.chat.build import open_chat
+from kosmos.chat.catalog import pick_lang
+from kosmos.config import Settings, state_dir
+from kosmos.frontends.console import Console, EndOfInput
+from kosmos.frontends.line import LinePrompter
+from kosmos.frontends.run import RunFrontend, RunRequest, skill_library
+from kosmos.hosts.factory import make_runner
+from kosmos.hosts.runner import Runner
+from kosmos.prompts import Prompts
+from kosmos.skills.model import Skill
+
+STYLES: dict[str, str] = {"progress": "2", "result": "1", "error": "31", "help": "36"}
+# Kinds that go to stderr: the one-line reason after a seed text such as "LLM request failed".
+STDERR_KINDS = frozenset({"reason"})
+
+
+@dataclass
+class ChatRequest:
+    """What the operator asked for on the command line."""
+
+    host: str = "local"
+    lang: str | None = None
+    log: Path | None = None
+    verbose: bool = False
+    skills_dirs: Sequence[Path] = field(default_factory=tuple)
+
+
+class ConsoleOutput:
+    """The agent's texts on stdout: progress dimmed, results bold, errors red."""
+
+    def __init__(self, console: Console) -> None:
+        self.c = console
+
+    def say(self, text: str, kind: Kind = "progress") -> None:
+        if kind in STDERR_KINDS:
+            self.c.error(f"kosmos: {text}")
+            return
+        self.c.say(self.c.style(text, STYLES[kind]))
+
+
+class LineSkillRunner:
+    """Runs a chosen skill through `kosmos run`'s line mode on one host, connected on first use."""
+
+    def __init__(
+        self, settings: Settings, host: str, console: Console, env: dict[str, str], home: Path
+    ) -> None:
+        self.settings = settings
+        self.host = host
+        self.console = console
+        self.env = env
+        self.home = home
+        self.prompts = Prompts.load(settings.prompts_file)
+        # Built now so that a bad TARGET stops the chat at once; connected on first use.
+        self._runner = make_runner(
+            host, settings, prompter=LinePrompter(console), notify=self._notify
+        )
+        self._connected_once = False
+
+    def _notify(self, message: str) -> None:
+        """A host's news (a reconnect), shown between the chat's lines."""
+        self.console.say(self.console.style(message, "33"), stream=self.console.err)
+
+    async def _connected(self) -> Runner:
+        if not self._connected_once:
+            await self._runner.connect()
+            self._connected_once = True
+        return self._runner
+
+    async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
+        runner = await self._connected()
+        frontend = RunFrontend(
+            RunRequest(skill=skill.name, host=self.host),
+            self.settings,
+            env=self.env,
+            home=self.home,
+        )
+        frontend.console = self.console
+        result = await frontend.run_loaded(skill, params, runner, self.prompts)
+        return SkillOutcome(result.status, result.message, result.transcript)
+
+    async def close(self) -> None:
+        if self._connected_once:
+            await self._runner.close()
+
+
+def default_log_path(env: dict[str, str], home: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return state_dir(env, home) / "chat" / f"{stamp}-{uuid.uuid4().hex[:6]}.log"
+
+
+class ChatFrontend:
+    """One `kosmos chat` session in a terminal."""
+
+    def __init__(
+        self, request: ChatRequest, settings: Settings, *, env: dict[str, str], home: Path
+    ) -> None:
+        self.request = request
+        self.settings = settings
+        self.env = env
+        self.home = home
+        self.console = Console()
+
+    async def _read(self) -> str | None:
+        try:
+            return await self.console.ask(self.console.style("> ", "1"))
+        except EndOfInput:
+            return None
+
+    async def run(self) -> int:
+        req, settings = self.request, self.settings
+        log_path = req.log or default_log_path(self.env, self.home)
+        skills: list[Skill] = []
+        if settings.chat.skills:
+            skills = skill_library(settings, req.skills_dirs, self.env, self.home).list()
+        runner = LineSkillRunner(settings, req.host, self.console, self.env, self.home)
+        opened = False
+        try:
+            async with open_chat(
+                settings,
+                lang=pick_lang(req.lang, self.env),
+                output=ConsoleOutput(self.console),
+                log_path=log_path,
+                env=self.env,
+                skills=skills,
+                skill_runner=runner,
+                verbose=req.verbose,
+            ) as agent:
+                opened = True
+                return await agent.run(self._read)
+        finally:
+            await runner.close()
+            if opened:
+                self.console.say(
+                    self.console.style(f"log: {log_path}", "2"), stream=self.console.err
+                )
