@@ -197,6 +197,11 @@ def test_a_remote_skill_runs_and_is_listed(
     assert listed.returncode == 0, listed.stderr
     line = next(x for x in listed.stdout.splitlines() if x.startswith("remote-probe"))
     assert "[remote box]" in line
+    shown = run_cli(
+        ["skills", "show", "remote-probe", "--host", "box"], env=ssh_cli_env, cwd=tmp_path
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "Print the host's name once" in shown.stdout
     llm.script("[DONE] nothing to do")
     proc = run_cli(
         ["run", "remote-probe", "--host", "box", "--non-interactive", "--yes"],

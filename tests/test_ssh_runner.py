@@ -19,7 +19,7 @@ from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from tests.sshd import free_port
-from tests.sshserver import InProcessSSHServer, write_client_home
+from tests.sshserver import FreezableProxy, InProcessSSHServer, write_client_home
 
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
 
@@ -435,3 +435,33 @@ def test_free_port_is_really_closed() -> None:
     port = free_port()
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+
+
+async def test_keepalive_gives_up_on_a_server_gone_silent(
+    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
+) -> None:
+    proxy = await FreezableProxy(ssh_server.port).start()
+    try:
+        ssh_dir = write_client_home(
+            ssh_home,
+            ssh_server,
+            ssh_keys[1],
+            extra_config=f"Host relay\n  HostName 127.0.0.1\n  Port {proxy.port}\n  User tester\n",
+        )
+        algorithm, data = ssh_server.host_key.export_public_key().decode().split()[:2]
+        with (ssh_dir / "known_hosts").open("a") as f:
+            f.write(f"[127.0.0.1]:{proxy.port} {algorithm} {data}\n")
+        runner = runner_for("relay", keepalive_interval=0.2, keepalive_count_max=2)
+        try:
+
+            def go_silent(text: str) -> None:
+                if "started" in text:
+                    proxy.freeze()
+
+            result = await runner.run("echo started; sleep 4707", timeout=30, on_output=go_silent)
+        finally:
+            await runner.close()
+        assert result.connection_lost and not result.timed_out
+        assert result.output.text() == "started\n"
+    finally:
+        await proxy.stop()
