@@ -8,7 +8,9 @@ the same command:
   (these three interleaved, so that load from elsewhere on the machine hits all alike)
 - a kosmos step: a scripted LLM on loopback answers at once with `[CMD] <command>`; the step is
   one LLM request to the next (LLM round trip + command + kosmos's own work);
-and the time to the first byte of streamed output of `echo first; sleep 0.3`.
+and the time to the first byte of streamed output of `echo first; sleep 0.3`. During the kosmos
+steps, each approval times a bare asyncssh `conn.run()` of the same command: a reference taken
+at the same moment as each step (and left out of the step time).
 
     python benchmarks/ssh_step.py [--steps 200]
 """
@@ -31,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 import asyncssh  # noqa: E402
 
 from kosmos.config import Settings  # noqa: E402
+from kosmos.engine.operator import Approval, CommandProposal  # noqa: E402
 from kosmos.engine.session import Session, SessionOptions  # noqa: E402
 from kosmos.events import CommandFinished, CommandStarted, Event, LLMReply, LLMRequest  # noqa: E402
 from kosmos.hosts.ssh import SSHRunner  # noqa: E402
@@ -110,7 +113,26 @@ async def commands(sshd: Sshd, home: Path, n: int) -> dict[str, list[float]]:
     return {**times, **{f"first {k}": v for k, v in first.items()}}
 
 
-async def kosmos_steps(n: int, llm: ScriptedLLM) -> dict[str, list[float]]:
+class TimingOperator(ScriptOperator):
+    """Approves every command, first timing a bare asyncssh `conn.run()` of it: a reference
+    measured at the same moment as each kosmos step (the approval's time is taken out)."""
+
+    def __init__(self, conn: asyncssh.SSHClientConnection) -> None:
+        super().__init__()
+        self.conn = conn
+        self.bare: list[float] = []
+        self.spent: list[float] = []
+
+    async def approve(self, proposal: CommandProposal) -> Approval:
+        t = time.perf_counter()
+        await self.conn.run(proposal.command)
+        self.bare.append(time.perf_counter() - t)
+        approval = await super().approve(proposal)
+        self.spent.append(time.perf_counter() - t)
+        return approval
+
+
+async def kosmos_steps(sshd: Sshd, n: int, llm: ScriptedLLM) -> dict[str, list[float]]:
     llm.script(*[f"[CMD] {COMMAND}"] * n, "[DONE] ok")
     marks: list[tuple[str, float]] = []
 
@@ -121,27 +143,37 @@ async def kosmos_steps(n: int, llm: ScriptedLLM) -> dict[str, list[float]]:
     runner = SSHRunner(parse_target("box"), connect_timeout=10)
     await runner.connect()
     provider = make_provider(Settings(base_url=llm.base_url))
-    session = Session(
-        make_skill(),
-        params={},
-        runner=runner,
-        provider=provider,
-        operator=ScriptOperator(),
-        prompts=Prompts.load(),
-        emit=emit,
-        options=SessionOptions(max_steps=n + 5, history_mode="last_n", history_max=10),
-    )
-    await session.run()
+    async with asyncssh.connect(
+        "127.0.0.1",
+        sshd.port,
+        username=sshd.user,
+        client_keys=[str(sshd.client_key)],
+        known_hosts=None,
+    ) as conn:
+        operator = TimingOperator(conn)
+        session = Session(
+            make_skill(),
+            params={},
+            runner=runner,
+            provider=provider,
+            operator=operator,
+            prompts=Prompts.load(),
+            emit=emit,
+            options=SessionOptions(max_steps=n + 5, history_mode="last_n", history_max=10),
+        )
+        await session.run()
     await provider.aclose()
     await runner.close()
     requests = [t for kind, t in marks if kind == "llm_request"]
     replies = [t for kind, t in marks if kind == "llm_reply"]
     starts = [t for kind, t in marks if kind == "command_started"]
     ends = [t for kind, t in marks if kind == "command_finished"]
-    step = [b - a for a, b in zip(requests, requests[1:], strict=False)]
+    step = [
+        b - a - spent for a, b, spent in zip(requests, requests[1:], operator.spent, strict=False)
+    ]
     llm_rt = [b - a for a, b in zip(requests, replies, strict=False)][: len(step)]
     cmd = [b - a for a, b in zip(starts, ends, strict=False)][: len(step)]
-    return {"step": step, "llm": llm_rt, "command": cmd}
+    return {"step": step, "llm": llm_rt, "command": cmd, "bare": operator.bare[: len(step)]}
 
 
 def med(values: list[float]) -> float:
@@ -162,7 +194,7 @@ def main() -> None:
             os.environ["HOME"] = str(home)  # asyncssh reads ~/.ssh from HOME
             os.environ.pop("SSH_AUTH_SOCK", None)
             measured = asyncio.run(commands(sshd, home, n))
-            steps = asyncio.run(kosmos_steps(n, llm))
+            steps = asyncio.run(kosmos_steps(sshd, n, llm))
     finally:
         llm.stop()
         sshd.stop()
@@ -174,16 +206,25 @@ def main() -> None:
         ("bare asyncssh conn.run()", med(bare)),
         ("ssh with ControlMaster", med(ssh)),
         ("kosmos SSHRunner.run()", med(measured["kosmos"])),
-        ("kosmos step (LLM + command + own)", med(steps["step"])),
-        ("  of which LLM round trip", med(steps["llm"])),
-        ("  of which command", med(steps["command"])),
-        (
-            "  of which kosmos itself",
-            med(steps["step"]) - med(steps["llm"]) - med(steps["command"]),
-        ),
     ]
     for name, value in rows:
         print(f"{name:40} {value:8.2f}  {value / ref:10.2f}x  {value / med(ssh):8.2f}x")
+    step_ref = med(steps["bare"])
+    own = med(steps["step"]) - med(steps["llm"]) - med(steps["command"])
+    print(
+        f"\nkosmos steps (scripted LLM answering at once), {len(steps['step'])} steps, "
+        "medians in ms"
+    )
+    print(f"{'what':40} {'ms':>8}  {'vs asyncssh':>11}")
+    for name, value in (
+        ("bare asyncssh conn.run(), each step", step_ref),
+        ("kosmos step (LLM + command + own)", med(steps["step"])),
+        ("  of which LLM round trip", med(steps["llm"])),
+        ("  of which command", med(steps["command"])),
+        ("  of which kosmos itself", own),
+        ("kosmos step without the LLM", med(steps["step"]) - med(steps["llm"])),
+    ):
+        print(f"{name:40} {value:8.2f}  {value / step_ref:10.2f}x")
     print(f"\ntime to first byte of `{STREAM}`, medians in ms")
     for name, key in (
         ("bare asyncssh", "first asyncssh"),
