@@ -342,7 +342,7 @@ def test_hosts_lists_aliases_and_checks_them(
     assert "yes" in rows["box"] and " ok " in rows["box"] and " ms" in rows["box"]
     assert "Debian" in rows["box"] or "Linux" in rows["box"] or "Ubuntu" in rows["box"]
     assert rows["dead"].split()[1] == "no"
-    assert "dead: dead: connection refused" in checked.stdout
+    assert "\ndead: connection refused at 127.0.0.1" in checked.stdout
 
 
 def test_proxy_jump_through_openssh(

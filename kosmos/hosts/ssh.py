@@ -272,9 +272,11 @@ class SSHRunner:
             with contextlib.suppress(asyncssh.Error, OSError):
                 await proc.wait_closed()
 
-        if stdin:
-            proc.stdin.write(stdin)
-        proc.stdin.write_eof()
+        # A command that has already ended (or a dropped connection) cannot take its stdin.
+        with contextlib.suppress(asyncssh.Error, OSError):
+            if stdin:
+                proc.stdin.write(stdin)
+            proc.stdin.write_eof()
 
         work = asyncio.ensure_future(finished())
         waiters: set[asyncio.Future[object]] = {work}
