@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -405,3 +407,44 @@ def test_encrypted_key_in_ci_is_a_clear_error(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "is encrypted and no ssh-agent holds it" in lines[0]
     assert llm.requests == []
+
+
+SUDO_PASSWORD = "canary-ssh-sudo-2718"
+
+
+@pytest.fixture
+def sudo_remote(remote: Sshd) -> Iterator[Sshd]:
+    """The sshd's test user, for this test with a sudo that asks for its password."""
+    if not shutil.which("sudo"):
+        pytest.skip("sudo is not installed")
+    rule = Path(f"/etc/sudoers.d/{remote.user}")
+    subprocess.run(["chpasswd"], input=f"{remote.user}:{SUDO_PASSWORD}\n", text=True, check=True)
+    rule.write_text(f"{remote.user} ALL=(ALL) ALL\n")
+    rule.chmod(0o440)
+    try:
+        yield remote
+    finally:
+        rule.unlink(missing_ok=True)
+        subprocess.run(["usermod", "-p", "*", remote.user], check=True, capture_output=True)
+
+
+async def test_sudo_password_goes_over_ssh_stdin_and_nowhere_else(
+    llm: ScriptedLLM, sudo_remote: Sshd, ssh_home: Path, tmp_path: Path
+) -> None:
+    write_client_home(ssh_home, sudo_remote)
+    runner = SSHRunner(parse_target("box"), connect_timeout=5)
+    await runner.connect()
+    llm.script("[CMD] sudo id -u", "[DONE] ok")
+    operator = ScriptOperator(secrets=[SUDO_PASSWORD])
+    transcript = tmp_path / "t.jsonl"
+    try:
+        run = await run_session(
+            llm.base_url, runner=runner, operator=operator, transcript=transcript
+        )
+    finally:
+        await runner.close()
+    assert run.result.status == "done", run.result.message
+    assert operator.secret_prompts == ["[sudo] password on box: "]
+    assert llm.requests[1].last_user_text.startswith("Command output:\n0\n")
+    assert SUDO_PASSWORD not in transcript.read_text()
+    assert SUDO_PASSWORD not in json.dumps([r.body for r in llm.requests])
