@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -57,6 +58,14 @@ def _kill_sessions(remote: Sshd) -> int:
             os.kill(int(pid), signal.SIGKILL)
             killed += 1
     return killed
+
+
+def _kill_left(remote: Sshd, marker: str) -> None:
+    """End, by pid, what a cut connection left running for the test user on the server."""
+    for line in remote.user_processes():
+        if marker in line:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
 
 
 @pytest.fixture
@@ -119,7 +128,7 @@ async def test_killed_sshd_mid_command_is_connection_lost_then_reconnect(
     again = await runner.run("echo back", timeout=10)
     assert again.output.text() == "back\n"
     assert len(notes) == 1 and "reconnected" in notes[0]
-    subprocess.run(["pkill", "-u", remote.user, "-f", "sleep 4803"], check=False)
+    _kill_left(remote, "sleep 4803")
 
 
 def test_100_mb_of_output_costs_a_few_mb(remote: Sshd, home: Path) -> None:
@@ -322,7 +331,7 @@ async def test_connection_lost_reaches_the_llm(
     finally:
         killer.cancel()
         await runner.close()
-        subprocess.run(["pkill", "-u", remote.user, "-f", "sleep 4804"], check=False)
+        _kill_left(remote, "sleep 4804")
     assert run.result.status == "done"
     assert "connection to the host was lost" in llm.requests[-1].last_user_text
     assert "exit status is unknown" in llm.requests[-1].last_user_text
