@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -198,6 +199,7 @@ def main() -> None:
     finally:
         llm.stop()
         sshd.stop()
+        shutil.rmtree(sshd.root, ignore_errors=True)
     bare, ssh = measured["asyncssh"], measured["ssh"]
     ref = med(bare)
     print(f"command `{COMMAND}` over loopback OpenSSH, {n} runs each, medians in ms")
