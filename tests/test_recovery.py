@@ -334,3 +334,20 @@ def test_bundled_recording_replays_on_this_machine(cli_env: dict, project: Path)
     assert "system prompt differs" not in proc.stderr  # the recording matches the skill
     assert proc.stdout.count("(as recorded)") >= 5
     assert "done ·" in proc.stdout
+
+
+def test_replay_of_another_skill_or_resume_with_params_is_exit_2(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    recorded = _record(llm, cli_env, project)
+    proc = run_cli(
+        ["run", "system-overview", "--replay", str(recorded), "--non-interactive"],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 2
+    assert "records a run of probe, not system-overview; try: kosmos run probe --replay" in (
+        proc.stderr
+    )
+    proc = run_cli(["run", "--resume", str(recorded), "--param", "x=1"], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "keeps the parameters and prompt" in proc.stderr

@@ -266,8 +266,13 @@ class RunFrontend:
                     f"no bundled recording for {skill.name}; "
                     "try: kosmos run system-overview --replay bundled"
                 )
-        events = load_events(path, "--replay")
-        return Recording.from_events(events, str(path)), tolerant
+        recording = Recording.from_events(load_events(path, "--replay"), str(path))
+        if recording.started.skill != skill.name:
+            raise UsageError(
+                f"{path} records a run of {recording.started.skill}, not {skill.name}; "
+                f"try: kosmos run {recording.started.skill} --replay {ref}"
+            )
+        return recording, tolerant
 
     async def run_loaded(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
