@@ -7,6 +7,7 @@ root, like the OpenSSH fixture's user); the runner is the local one, started thr
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shlex
@@ -19,6 +20,9 @@ import pytest
 from kosmos.engine.session import SessionOptions
 from kosmos.engine.sudo import calls_sudo
 from kosmos.events import CommandFinished, CommandStarted
+from kosmos.frontends.console import Console
+from kosmos.frontends.headless import HeadlessOperator
+from kosmos.frontends.line import LineOperator
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import CommandResult, OnOutput
 from tests.helpers import ScriptOperator, run_session
@@ -168,3 +172,14 @@ async def test_sudo_without_password_needed_runs_directly(llm: ScriptedLLM) -> N
     await run_session(llm.base_url, operator=operator)
     assert operator.secret_prompts == []
     assert llm.requests[1].last_user_text.startswith("Command output:\n0\n")
+
+
+async def test_line_mode_reads_the_password_without_echoing_it() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(out=out, err=err, stdin=io.StringIO(f"{PASSWORD}\n"), color=False)
+    typed = await LineOperator(console).ask_secret("[sudo] password on local: ")
+    assert typed == PASSWORD
+    assert "[sudo] password on local: " in err.getvalue()
+    assert PASSWORD not in out.getvalue() + err.getvalue()
+    # Headless there is no one to ask.
+    assert await HeadlessOperator(yes=True).ask_secret("[sudo] password: ") is None
