@@ -25,6 +25,8 @@ def project(tmp_path: Path) -> Path:
     (path / ".kosmos/skills/probe/SKILL.md").write_text(
         "---\nname: probe\ndescription: look\n---\nLook around.\n"
     )
+    # An LLM outage is one HTTP 500: no retries, no backoff to wait through.
+    (path / "kosmos.yaml").write_text("llm_retries: 0\n")
     return path
 
 
@@ -118,7 +120,7 @@ def test_resume_in_line_mode_asks_before_rerunning_even_with_yes(
 def test_resume_after_llm_outage_sends_the_same_conversation(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
-    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    llm.script("[CMD] echo one", Status(500))
     transcript = project / "t.jsonl"
     args = ["run", "probe", "--non-interactive", "--yes", "--transcript", str(transcript)]
     proc = run_cli(args, env=cli_env, cwd=project)
@@ -135,13 +137,13 @@ def test_resume_after_llm_outage_sends_the_same_conversation(
 def test_resume_into_another_transcript_keeps_it_whole(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
-    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    llm.script("[CMD] echo one", Status(500))
     first = project / "first.jsonl"
     args = ["--non-interactive", "--yes"]
     proc = run_cli(["run", "probe", *args, "--transcript", str(first)], env=cli_env, cwd=project)
     assert proc.returncode == 5
     second = project / "second.jsonl"
-    llm.script("[CMD] echo two", Status(500), Status(500), Status(500))
+    llm.script("[CMD] echo two", Status(500))
     proc = run_cli(
         ["run", "--resume", str(first), *args, "--transcript", str(second)],
         env=cli_env,
@@ -235,8 +237,6 @@ def test_resume_and_replay_keep_the_tools_protocol(
 ) -> None:
     llm.script(
         calls(call("run_command", id="c1", command="echo via-tools")),
-        Status(500),
-        Status(500),
         Status(500),
     )
     transcript = project / "t.jsonl"
