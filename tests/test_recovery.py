@@ -351,3 +351,29 @@ def test_replay_of_another_skill_or_resume_with_params_is_exit_2(
     )
     proc = run_cli(["run", "--resume", str(recorded), "--param", "x=1"], env=cli_env, cwd=project)
     assert proc.returncode == 2 and "keeps the parameters and prompt" in proc.stderr
+
+
+def test_replay_takes_the_recorded_parameters(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    (project / ".kosmos/skills/needs").mkdir(parents=True)
+    (project / ".kosmos/skills/needs/SKILL.md").write_text(
+        "---\nname: needs\ndescription: d\nparams:\n  - name: target\n    required: true\n"
+        "---\nLook at the target.\n"
+    )
+    llm.script("[CMD] echo checked", "[DONE] ok")
+    recorded = project / "r.jsonl"
+    args = ["run", "needs", "--non-interactive", "--yes"]
+    proc = run_cli(
+        [*args, "--param", "target=disk", "--transcript", str(recorded)], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli([*args, "--replay", str(recorded)], env=offline, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli(
+        [*args, "--replay", str(recorded), "--param", "target=cpu"], env=offline, cwd=project
+    )
+    assert proc.returncode == 1
+    assert "replay: step 1: the message to the LLM differs" in proc.stderr
+    assert "recorded '- target: disk', now '- target: cpu'" in proc.stderr
