@@ -77,9 +77,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--host",
-        default=None,
+        action="append",
+        default=[],
         metavar="TARGET",
-        help="local (default), [user@]host[:port] or an ~/.ssh/config alias",
+        help="local (default), [user@]host[:port] or an ~/.ssh/config alias; "
+        "repeat it to run on several hosts",
+    )
+    fleet = run.add_argument_group("fleets")
+    fleet.add_argument(
+        "--hosts",
+        metavar="PATTERN",
+        help="hosts whose ~/.ssh/config alias matches this glob ('web*'), "
+        "or with -i an inventory group or pattern",
+    )
+    fleet.add_argument(
+        "-i",
+        "--inventory",
+        type=Path,
+        metavar="INVENTORY",
+        help="an Ansible inventory file (INI or YAML) to take the hosts from",
+    )
+    fleet.add_argument(
+        "--forks", type=_positive_int, default=10, metavar="N", help="hosts at once (default 10)"
+    )
+    fleet.add_argument(
+        "--llm-concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="LLM requests at once across hosts (default: --forks)",
+    )
+    fleet.add_argument(
+        "--canary",
+        metavar="HOST",
+        help="run the LLM on this host first, then replay its run on the others",
     )
     run.add_argument(
         "--param",
@@ -242,6 +272,17 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
+def _run_frontend(request: Any, settings: Settings) -> Any:
+    """A single-host run, or a fleet run when several hosts are asked for."""
+    if request.fleet:
+        from kosmos.frontends.fleet import FleetFrontend
+
+        return FleetFrontend(request, settings, env=dict(os.environ), home=Path.home())
+    from kosmos.frontends.run import RunFrontend
+
+    return RunFrontend(request, settings, env=dict(os.environ), home=Path.home())
+
+
 def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Flag combinations argparse cannot express; each error exits 2 with what to do."""
     if args.skill is None and args.resume is None:
@@ -258,11 +299,11 @@ def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kosmos.frontends.run import RunFrontend, RunRequest
+    from kosmos.frontends.run import RunRequest
 
     request = RunRequest(
         skill=args.skill,
-        host=args.host,
+        host=args.host[0] if len(args.host) == 1 else None,
         params=args.param,
         prompt=args.prompt,
         answers=args.answer,
@@ -279,11 +320,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         replay=args.replay,
         replay_tolerant=args.replay_tolerant,
         protocol=args.protocol,
+        hosts=args.host,
+        hosts_pattern=args.hosts,
+        inventory=args.inventory,
+        forks=args.forks,
+        llm_concurrency=args.llm_concurrency,
+        canary=args.canary,
     )
     frontend = None
     try:
         settings = _settings(args)
-        frontend = RunFrontend(request, settings, env=dict(os.environ), home=Path.home())
+        frontend = _run_frontend(request, settings)
         return asyncio.run(frontend.run())
     except KosmosError as e:
         if frontend is None:

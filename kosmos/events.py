@@ -254,7 +254,8 @@ class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
-    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted"]
+    # `skipped`: a fleet host that never ran because its canary did not end done.
+    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"]
     steps: int
     message: str
     exit_code: int

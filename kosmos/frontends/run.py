@@ -62,6 +62,23 @@ class RunRequest:
     replay: str | None = None
     replay_tolerant: bool = False
     protocol: str | None = None
+    # A fleet: every --host, a --hosts pattern, an inventory (issue: fleets).
+    hosts: Sequence[str] = ()
+    hosts_pattern: str | None = None
+    inventory: Path | None = None
+    forks: int = 10
+    llm_concurrency: int | None = None
+    canary: str | None = None
+
+    @property
+    def fleet(self) -> bool:
+        """More than one host, a pattern or an inventory: a fleet run."""
+        return (
+            len(self.hosts) > 1
+            or self.hosts_pattern is not None
+            or self.inventory is not None
+            or self.canary is not None
+        )
 
 
 def resolve_policy(request: RunRequest, settings: Settings, host: str) -> tuple[Policy, str]:
