@@ -13,6 +13,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,23 +29,28 @@ from kosmos.hosts.runner import CommandResult, OnOutput
 from tests.helpers import ScriptOperator, run_session
 from tests.llmserver import ScriptedLLM
 
-USER = "kosmos-sudo"
 PASSWORD = "canary-sudo-pw-3141"
 
 
 @pytest.fixture(scope="module")
-def sudo_user() -> str:
+def sudo_user() -> Iterator[str]:
+    """A user of this test process whose sudo asks for PASSWORD; removed at the end.
+
+    One per process, so that concurrent test runs on the same machine do not collide.
+    """
     if os.geteuid() != 0 or not (shutil.which("sudo") and shutil.which("useradd")):
         pytest.skip("needs root, sudo and useradd to create a user whose sudo asks a password")
-    if subprocess.run(["id", USER], capture_output=True).returncode != 0:
-        # Another test worker may create it at the same moment; `id` below is the check.
-        subprocess.run(["useradd", "-m", "-s", "/bin/sh", USER], capture_output=True)
-    subprocess.run(["id", USER], capture_output=True, check=True)
-    subprocess.run(["chpasswd"], input=f"{USER}:{PASSWORD}\n", text=True, check=True)
-    rule = Path(f"/etc/sudoers.d/{USER}")
-    rule.write_text(f"{USER} ALL=(ALL) ALL\n")
-    rule.chmod(0o440)
-    return USER
+    user = f"ksudo{os.getpid()}"
+    rule = Path(f"/etc/sudoers.d/{user}")
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], capture_output=True, check=True)
+    try:
+        subprocess.run(["chpasswd"], input=f"{user}:{PASSWORD}\n", text=True, check=True)
+        rule.write_text(f"{user} ALL=(ALL) ALL\n")
+        rule.chmod(0o440)
+        yield user
+    finally:
+        rule.unlink(missing_ok=True)
+        subprocess.run(["userdel", "-r", user], capture_output=True)
 
 
 class AsUser(LocalRunner):
