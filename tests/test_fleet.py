@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from kosmos.engine.operator import Approval, CommandProposal, Question
+from kosmos.engine.session import SessionOptions
 from kosmos.errors import HostError, KosmosError, UsageError
-from kosmos.events import Answer, CommandFinished, Notice, RunFinished, RunStarted
+from kosmos.events import Answer, CommandDecision, CommandFinished, Notice, RunFinished, RunStarted
 from kosmos.fleet.approvals import ApprovalBroker, ApprovalRequest, FleetApproval
 from kosmos.fleet.orchestrator import fleet_exit_code
 from kosmos.fleet.targets import HostSpec
@@ -197,11 +198,25 @@ async def test_dangerous_commands_are_asked_per_host(llm: ScriptedLLM, tmp_path:
         names,
         open_runner=Hosts(host_dirs(tmp_path, names)),
         make_operator=lambda spec: broker.desk_for(spec.name),
+        options=SessionOptions(policy="auto"),
     )
     assert len(desk.requests) == 3
     assert all(r.dangerous and r.hosts == (r.proposal.host,) for r in desk.requests)
     assert sorted(r.proposal.host for r in desk.requests) == names
     assert not [e for e in run.events if isinstance(e, CommandFinished)]
+    # Headless, the policy refuses it on every host without asking anyone.
+    desk.requests.clear()
+    run = await run_fleet(
+        llm.base_url,
+        names,
+        open_runner=Hosts(host_dirs(tmp_path / "headless", names)),
+        make_operator=lambda spec: broker.desk_for(spec.name),
+        options=SessionOptions(policy="auto", non_interactive=True),
+    )
+    assert desk.requests == []
+    decisions = [e for e in run.events if isinstance(e, CommandDecision)]
+    assert sorted(e.host for e in decisions) == names
+    assert {e.decision for e in decisions} == {"refused"}
 
 
 async def test_broker_standing_approval_covers_late_hosts() -> None:

@@ -148,7 +148,7 @@ class FleetFrontend(RunFrontend):
         stream = self.console.err if live or req.json else self.console.out
         view = FleetView(self.console, fleet, stream=stream, live=live, quiet=req.json)
         if self.line_mode:
-            desk = LineFleetDesk(self.console, view, yes=req.yes, answers=req.answers)
+            desk = LineFleetDesk(self.console, view, answers=req.answers)
             self.broker = ApprovalBroker(desk)
         self.on_event = on_event
         if not req.json:

@@ -190,12 +190,9 @@ class LineFleetDesk:
     the host whose name the operator types.
     """
 
-    def __init__(
-        self, console: Console, view: FleetView, *, yes: bool, answers: Sequence[str]
-    ) -> None:
+    def __init__(self, console: Console, view: FleetView, *, answers: Sequence[str]) -> None:
         self.c = console
         self.view = view
-        self.yes = yes
         self.answers = list(answers)
         self._answers: dict[str, list[str]] = {}
 
@@ -209,9 +206,9 @@ class LineFleetDesk:
             ) from e
 
     async def decide(self, request: ApprovalRequest) -> FleetApproval:
+        # `--yes` never short-cuts this: the host's policy (auto under --yes, unless config
+        # pins the host) already let through what needs no person.
         p = request.proposal
-        if self.yes and not p.inferred and not request.dangerous:
-            return FleetApproval(Approval.run(), "all")
         c = self.c
         with self.view.paused():
             others = [h for h in request.hosts if h != p.host]
