@@ -169,3 +169,23 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
     # kosmos ended every host's command before it exited: none of them outlives it.
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout == ""
+
+
+def test_a_host_pinned_read_only_in_config_stays_pinned_in_a_fleet(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "kosmos.yaml").write_text("hosts:\n  web2:\n    policy: read-only\n")
+    llm.default = scripted(["[CMD] touch made-here", "[DONE] fine"])
+    r = run_cli(
+        ["run", "probe", *skills(tmp_path), "-i", str(local_inventory(tmp_path))]
+        + ["--hosts", "web", "--non-interactive", "--yes", "--json"],
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    decisions = {
+        e["host"]: e["decision"]
+        for e in map(json.loads, r.stdout.splitlines())
+        if e["type"] == "command_decision"
+    }
+    assert decisions == {"web1": "run", "web2": "refused", "web3": "run"}
