@@ -14,7 +14,7 @@ from kosmos.engine.session import SessionOptions
 from kosmos.errors import HostError, KosmosError, UsageError
 from kosmos.events import Answer, CommandDecision, CommandFinished, Notice, RunFinished, RunStarted
 from kosmos.fleet.approvals import ApprovalBroker, ApprovalRequest, FleetApproval
-from kosmos.fleet.orchestrator import fleet_exit_code
+from kosmos.fleet.results import fleet_exit_code
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner

@@ -20,7 +20,8 @@ from kosmos.errors import UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.journal import Journal
-from kosmos.fleet.orchestrator import Fleet, FleetFinished, SessionParts
+from kosmos.fleet.orchestrator import Fleet, SessionParts
+from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
 from kosmos.frontends.headless import HeadlessOperator

@@ -19,7 +19,8 @@ from kosmos.events import (
     RunFinished,
 )
 from kosmos.fleet.approvals import ApprovalRequest, FleetApproval
-from kosmos.fleet.orchestrator import Fleet, FleetFinished, HostRun
+from kosmos.fleet.orchestrator import Fleet, HostRun
+from kosmos.fleet.results import FleetFinished
 from kosmos.frontends.console import Console, EndOfInput
 
 REDRAW_S = 0.25
