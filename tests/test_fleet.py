@@ -350,3 +350,33 @@ async def test_canary_replays_every_step_protocol(
         h = run.host(name)
         assert (h.status, h.mode, h.message, h.last_exit_code) == ("done", "replay", "all good", 0)
     assert run.host("odd").mode == "diverged" and run.host("odd").last_exit_code == 1
+
+
+async def test_broker_lists_waiting_groups_and_decides_from_outside() -> None:
+    """What a TUI does: show the grouped proposals, then press "Run on all N"."""
+    seen: list[ApprovalRequest] = []
+    gate = asyncio.Event()
+
+    class Slow(Desk):
+        async def decide(self, request: ApprovalRequest) -> FleetApproval:
+            seen.append(request)
+            await gate.wait()
+            return FleetApproval(Approval.skip())
+
+    broker = ApprovalBroker(Slow([]))
+    waiting: list[tuple[str, bool]] = []
+    broker.on_waiting = lambda host, now: waiting.append((host, now))
+    asks = [
+        asyncio.ensure_future(broker.approve(CommandProposal(step=1, command=c, host=h)))
+        for h, c in [("a", "uptime"), ("b", "uptime"), ("c", "df -h"), ("d", "uptime")]
+    ]
+    while not seen:
+        await asyncio.sleep(0.01)
+    groups = {g.proposal.command: g.hosts for g in broker.waiting}
+    assert groups == {"uptime": ("a", "b", "d"), "df -h": ("c",)}
+    assert broker.decide_all("uptime", Approval.run()) == 3
+    gate.set()
+    results = await asyncio.gather(*asks)
+    assert [r.action for r in results] == ["run", "run", "skip", "run"]
+    assert ("a", True) in waiting and ("a", False) in waiting
+    await broker.aclose()
