@@ -13,7 +13,13 @@ from kosmos.engine.operator import Approval, CommandProposal, Question
 from kosmos.engine.session import SessionOptions
 from kosmos.errors import HostError, KosmosError, UsageError
 from kosmos.events import Answer, CommandDecision, CommandFinished, Notice, RunFinished, RunStarted
-from kosmos.fleet.approvals import ApprovalBroker, ApprovalRequest, FleetApproval
+from kosmos.fleet.approvals import (
+    AnswerRequest,
+    ApprovalBroker,
+    ApprovalRequest,
+    FleetAnswer,
+    FleetApproval,
+)
 from kosmos.fleet.results import fleet_exit_code
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.local import LocalRunner
@@ -158,9 +164,9 @@ class Desk:
         await asyncio.sleep(0.2)
         return self.decisions.pop(0) if self.decisions else FleetApproval(Approval.skip())
 
-    async def answer(self, host: str, question: Question) -> str | None:
-        self.questions.append((host, question))
-        return f"answer for {host}"
+    async def answer(self, request: AnswerRequest) -> FleetAnswer:
+        self.questions.append((request.host, request.question))
+        return FleetAnswer(f"answer for {request.host}")
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         return None
@@ -380,3 +386,21 @@ async def test_broker_lists_waiting_groups_and_decides_from_outside() -> None:
     assert [r.action for r in results] == ["run", "run", "skip", "run"]
     assert ("a", True) in waiting and ("a", False) in waiting
     await broker.aclose()
+
+
+async def test_an_answer_for_all_hosts_is_given_once_to_each() -> None:
+    class Once(Desk):
+        async def answer(self, request: AnswerRequest) -> FleetAnswer:
+            self.questions.append((request.host, request.question))
+            return FleetAnswer(f"from {request.host}", "all")
+
+    desk = Once([])
+    broker = ApprovalBroker(desk)
+    q = Question(step=2, text="Which port?", required=True)
+    first = await asyncio.gather(*(broker.answer(h, q) for h in ("a", "b", "c")))
+    assert first == ["from a"] * 3 and [h for h, _ in desk.questions] == ["a"]
+    # The same question again later in a's run is a new question for a.
+    assert await broker.answer("a", q) == "from a"
+    assert [h for h, _ in desk.questions] == ["a", "a"]
+    other = Question(step=3, text="Which user?", required=True)
+    assert await broker.answer("b", other) == "from b"
