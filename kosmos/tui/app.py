@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.app import App
 
 from kosmos.config import Settings
+from kosmos.fleet.orchestrator import DEFAULT_FORKS
+from kosmos.fleet.targets import HostSpec
 from kosmos.frontends.run import skill_library
+from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 from kosmos.skills.discovery import SkillLibrary
@@ -35,6 +38,11 @@ class TuiConfig:
     params: dict[str, str] = field(default_factory=dict)
     transcript: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # Hosts marked for a fleet run at start (--host a --host b, --hosts, -i); how fleet hosts
+    # are opened (None: as TARGETs, the seam tests use for hosts in folders).
+    fleet: list[HostSpec] = field(default_factory=list)
+    forks: int = DEFAULT_FORKS
+    open_runner: Callable[[HostSpec], Runner] | None = None
 
 
 class KosmosApp(App[int]):

@@ -26,6 +26,7 @@ from kosmos.tui.messages import (
 )
 from kosmos.tui.operator import TuiOperator
 from kosmos.tui.runs import RunController, RunSpec
+from kosmos.tui.screens.fleet import fleet_screen
 from kosmos.tui.widgets.context_panel import ContextPanel
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.sidebar import Sidebar
@@ -80,6 +81,7 @@ class MainScreen(Screen[None]):
         self.sidebar.set_skills(library.list(), [])
         for problem in library.errors:
             self.notify(problem, severity="warning", timeout=8)
+        self.sidebar.mark([h.name for h in config.fleet])
         if config.skill:
             await self._preselect(config.skill)
         self._load_remote(config.host)
@@ -178,6 +180,9 @@ class MainScreen(Screen[None]):
         params = form.validate()
         if params is None:
             self.tabs.active = SKILL_TAB
+            return
+        if self.sidebar.marked:
+            self.app.push_screen(fleet_screen(self.app.config, panel.skill, params, self.sidebar))
             return
         transcript = self.app.config.transcript
         self.app.config.transcript = None  # --transcript is the first run's

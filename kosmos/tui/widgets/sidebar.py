@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
@@ -21,7 +24,15 @@ STATE_MARKS = {
 
 
 class Sidebar(Vertical):
-    """Hosts and skills, narrowed by the filter; choosing one posts HostChosen / SkillChosen."""
+    """Hosts and skills, narrowed by the filter; choosing one posts HostChosen / SkillChosen.
+
+    Marked hosts (space, or ctrl+g for every host the filter shows; a filter with * ? [ is a
+    glob) make ctrl+r start a fleet run on all of them."""
+
+    BINDINGS = [
+        Binding("space", "mark_host", "Mark host"),
+        Binding("ctrl+g", "mark_shown", "Mark shown hosts"),
+    ]
 
     def __init__(self, hosts: list[str], selected_host: str) -> None:
         super().__init__(id="sidebar")
@@ -33,6 +44,7 @@ class Sidebar(Vertical):
         self.remote_note = ""
         self.selected_skill: Skill | None = None
         self._shown_skills: list[Skill] = []
+        self.marked: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Label("◆ kosmos", id="brand")
@@ -71,11 +83,13 @@ class Sidebar(Vertical):
         wanted = self.filter_text
         options = []
         for target in self.hosts:
-            if wanted and wanted not in target.lower() and target != self.selected_host:
+            if not self._shows(target, wanted) and target != self.selected_host:
                 continue
             state, detail = self.states.get(target, ("idle", ""))
             mark, style = STATE_MARKS.get(state, ("○", "dim"))
             prompt = Text.assemble((f"{mark} ", style), target)
+            if target in self.marked:
+                prompt = Text.assemble(("☑ ", "bold"), prompt)
             if state not in ("idle",):
                 prompt.append(f"  {state}", style="dim")
             options.append(Option(prompt, id=f"host:{target}"))
@@ -84,6 +98,14 @@ class Sidebar(Vertical):
         for index, option in enumerate(options):
             if option.id == highlighted:
                 hosts.highlighted = index
+
+    @staticmethod
+    def _shows(target: str, wanted: str) -> bool:
+        if not wanted:
+            return True
+        if any(c in wanted for c in "*?["):
+            return fnmatchcase(target.lower(), wanted)
+        return wanted in target.lower()
 
     def _fill_skills(self) -> None:
         skills = self.query_one("#skills", OptionList)
@@ -128,6 +150,25 @@ class Sidebar(Vertical):
             self.remote_skills = []
             self.refresh_lists()
         self.post_message(HostChosen(target))
+
+    def action_mark_host(self) -> None:
+        hosts = self.query_one("#hosts", OptionList)
+        if not hosts.has_focus or hosts.highlighted is None:
+            return
+        target = (hosts.get_option_at_index(hosts.highlighted).id or "").removeprefix("host:")
+        index = hosts.highlighted
+        self.mark([target], target not in self.marked)
+        hosts.highlighted = index
+
+    def action_mark_shown(self) -> None:
+        shown = [t for t in self.hosts if self._shows(t, self.filter_text)]
+        self.mark(shown, not all(t in self.marked for t in shown))
+
+    def mark(self, targets: list[str], on: bool = True) -> None:
+        """Mark (or unmark) hosts for a fleet run, in the host list's order."""
+        chosen = set(self.marked) | set(targets) if on else set(self.marked) - set(targets)
+        self.marked = [t for t in self.hosts if t in chosen]
+        self._fill_hosts()
 
     @on(OptionList.OptionSelected, "#skills")
     def _skill_selected(self, event: OptionList.OptionSelected) -> None:

@@ -1,0 +1,285 @@
+"""One skill on many hosts from the TUI: the fleet's parts, each host's feed, the fleet's desk.
+
+The fleet core (`kosmos.fleet`) runs a session per host; here each host gets a `HostFeed` that
+plays, for that host's `RunView`, the parts a single run's controller and operator play: the
+batched output tail, the stop key, and the decision the view hands back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+from textual.message_pump import MessagePump
+
+from kosmos.config import Settings
+from kosmos.engine.operator import Approval
+from kosmos.engine.session import Session, SessionOptions
+from kosmos.errors import HostError, KosmosError
+from kosmos.events import CommandOutput, CommandStarted, Event, Notice
+from kosmos.fleet.approvals import (
+    AnswerRequest,
+    ApprovalBroker,
+    ApprovalRequest,
+    FleetAnswer,
+    FleetApproval,
+)
+from kosmos.fleet.journal import Journal
+from kosmos.fleet.orchestrator import DEFAULT_FORKS, Fleet, SessionParts
+from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.targets import HostSpec
+from kosmos.frontends.run import RunRequest, resolve_policy
+from kosmos.hosts.factory import make_runner
+from kosmos.hosts.runner import HostPrompter, Runner
+from kosmos.llm.factory import make_provider
+from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
+from kosmos.skills.model import Skill
+from kosmos.tui.messages import (
+    ApprovalNeeded,
+    EngineEvent,
+    OutputReady,
+    QuestionNeeded,
+    RetryNeeded,
+)
+from kosmos.tui.output import OutputTail
+
+RunnerFactory = Callable[[HostSpec], Runner]
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """What the operator started: a skill with its params on several hosts."""
+
+    skill: Skill
+    params: dict[str, str]
+    hosts: list[HostSpec]
+    forks: int = DEFAULT_FORKS
+
+
+class HostFeed:
+    """One host of the fleet as its `RunView` sees it: the controller and the operator."""
+
+    def __init__(self, name: str, view: MessagePump) -> None:
+        self.name = name
+        self.view = view
+        self.output = OutputTail()
+        self.session: Session | None = None
+        self._pending: asyncio.Future[Any] | None = None
+        self._wrap: Callable[[Any], Any] = lambda value: value
+
+    # -- what RunView and the screen call ------------------------------------------------
+
+    @property
+    def command_running(self) -> bool:
+        return self.session is not None and self.session.command_running
+
+    def stop_command(self) -> bool:
+        return self.session is not None and self.session.stop_command()
+
+    @property
+    def waiting(self) -> bool:
+        return self._pending is not None and not self._pending.done()
+
+    def resolve(self, value: Any) -> bool:
+        """The view's answer (an Approval, a text, a bool), for this host only."""
+        return self.settle(self._wrap(value))
+
+    def settle(self, result: Any) -> bool:
+        """Give the awaited result as the desk returns it (a FleetApproval for all hosts)."""
+        if not self.waiting:
+            return False
+        assert self._pending is not None
+        self._pending.set_result(result)
+        return True
+
+    # -- what the fleet calls --------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, CommandOutput):
+            # Batched as in a single run: one queued message per burst, not per chunk.
+            if self.output.feed(event.text):
+                self.view.post_message(OutputReady(event.step))
+            return
+        if isinstance(event, CommandStarted):
+            self.output = OutputTail()
+        self.view.post_message(EngineEvent(event))
+
+    async def ask(self, message: Message, wrap: Callable[[Any], Any]) -> Any:
+        self._pending = asyncio.get_running_loop().create_future()
+        self._wrap = wrap
+        self.view.post_message(message)
+        try:
+            return await self._pending
+        finally:
+            self._pending = None
+
+
+class TuiFleetDesk:
+    """The broker's front end in the TUI: each question goes to the asking host's run view;
+    `on_request` tells the fleet screen which approval waits, for its "Run on all N"."""
+
+    def __init__(
+        self,
+        feeds: dict[str, HostFeed],
+        prompter: HostPrompter,
+        redactor: Redactor,
+        on_request: Callable[[ApprovalRequest | None], None],
+    ) -> None:
+        self.feeds = feeds
+        self.prompter = prompter
+        self.redactor = redactor
+        self.on_request = on_request
+        self.current: ApprovalRequest | None = None
+
+    async def decide(self, request: ApprovalRequest) -> FleetApproval:
+        feed = self.feeds[request.proposal.host]
+        self.current = request
+        self.on_request(request)
+        try:
+            return await feed.ask(ApprovalNeeded(request.proposal), lambda a: FleetApproval(a))
+        finally:
+            self.current = None
+            self.on_request(None)
+
+    def run_on_all(self) -> bool:
+        """Run the waiting command on every host proposing it; never for a dangerous one."""
+        request = self.current
+        if request is None or request.dangerous:
+            return False
+        return self.feeds[request.proposal.host].settle(FleetApproval(Approval.run(), "all"))
+
+    async def answer(self, request: AnswerRequest) -> FleetAnswer:
+        feed = self.feeds[request.host]
+        return await feed.ask(QuestionNeeded(request.question), lambda v: FleetAnswer(v))
+
+    async def ask_secret(self, host: str, prompt: str) -> str | None:
+        return await self.prompter.ask_secret(f"{host}: {prompt}")
+
+    async def retry(self, host: str, error: KosmosError) -> bool:
+        kind = "host" if isinstance(error, HostError) else "LLM"
+        reason = RetryNeeded(self.redactor(str(error)), kind)
+        return bool(await self.feeds[host].ask(reason, bool))
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        return await self.prompter.confirm_host_key(host, key_type, fingerprint)
+
+
+@dataclass
+class FleetController:
+    """Owns one fleet run: its sessions, the broker, the transcripts in one run directory."""
+
+    spec: FleetSpec
+    settings: Settings
+    prompts: Prompts
+    prompter: HostPrompter
+    redactor: Redactor
+    feeds: dict[str, HostFeed]
+    on_request: Callable[[ApprovalRequest | None], None]
+    open_runner: RunnerFactory | None = None
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    fleet: Fleet | None = None
+    broker: ApprovalBroker | None = None
+    desk: TuiFleetDesk | None = None
+    run_dir: Path | None = None
+    result: FleetFinished | None = None
+
+    def __post_init__(self) -> None:
+        self.desk = TuiFleetDesk(self.feeds, self.prompter, self.redactor, self.on_request)
+        self.broker = ApprovalBroker(self.desk)
+
+    def options(self, host: HostSpec) -> SessionOptions:
+        """As a single TUI run resolves them, with the host's own approval policy (config may
+        pin it under the host's name or its target)."""
+        skill, settings = self.spec.skill, self.settings
+        request = RunRequest(skill=skill.name)
+        policy, source = resolve_policy(request, settings, host.name)
+        if not source.startswith("config") and host.target != host.name:
+            by_target, source = resolve_policy(request, settings, host.target)
+            if source.startswith("config"):
+                policy = by_target
+        return SessionOptions(
+            max_steps=settings.max_steps,
+            command_timeout=skill.timeout or settings.command_timeout,
+            knowledge_timeout=settings.knowledge_timeout,
+            history_mode=skill.history_mode,
+            history_max=skill.history_max,
+            policy=policy,
+            protocol=skill.protocol or settings.protocol,
+        )
+
+    def _runner(self, spec: HostSpec) -> Runner:
+        if self.open_runner is not None:
+            return self.open_runner(spec)
+        assert self.broker is not None
+        feed = self.feeds[spec.name]
+
+        def notify(message: str) -> None:
+            feed.emit(Notice(message=self.redactor(message), host=spec.name))
+
+        return make_runner(
+            spec.target, self.settings, prompter=self.broker.desk_for(spec.name), notify=notify
+        )
+
+    async def run(self) -> FleetFinished:
+        """Run every host to its end; each host's events reach its file and its run view."""
+        spec, settings = self.spec, self.settings
+        assert settings.transcript_dir is not None and self.broker is not None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in spec.skill.name)
+        self.run_dir = settings.transcript_dir / f"{stamp}-{safe}-fleet-{self.run_id[:8]}"
+        journal = Journal(self.run_dir)
+        provider = make_provider(settings)
+        broker = self.broker
+
+        def on_event(event: Event) -> None:
+            journal.write(event)
+            if event.host is not None and event.host in self.feeds:
+                self.feeds[event.host].emit(event)
+
+        def make_session(parts: SessionParts) -> Session:
+            name = parts.host.name
+            session = Session(
+                spec.skill,
+                params=spec.params,
+                runner=parts.runner,
+                provider=parts.provider,
+                operator=parts.operator,
+                prompts=self.prompts,
+                emit=parts.emit,
+                options=self.options(parts.host),
+                run_id=f"{self.run_id}-{name}",
+                transcript=str(journal.path(name)),
+                redactor=self.redactor,
+            )
+            self.feeds[name].session = session
+            return session
+
+        self.fleet = Fleet(
+            spec.hosts,
+            open_runner=self._runner,
+            make_operator=lambda h: broker.desk_for(h.name),
+            make_session=make_session,
+            provider=provider,
+            forks=spec.forks,
+            on_event=on_event,
+            redact=self.redactor,
+        )
+        try:
+            self.result = await self.fleet.run()
+        finally:
+            await broker.aclose()
+            journal.close()
+            await provider.aclose()
+            if self.fleet.result is not None:
+                self.result = self.fleet.result
+                text = json.dumps(self.result.model_dump(mode="json"), indent=2, ensure_ascii=False)
+                (self.run_dir / "fleet.json").write_text(text + "\n")
+        return self.result

@@ -1,0 +1,242 @@
+"""The fleet screen: one skill on several hosts, a live table, any host's run view below it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, DataTable, Footer, Static
+from textual.worker import Worker, WorkerState
+
+from kosmos.fleet.approvals import ApprovalRequest
+from kosmos.fleet.targets import HostSpec
+from kosmos.skills.model import Skill
+from kosmos.tui.fleet_runs import FleetController, FleetSpec, HostFeed, RunnerFactory
+from kosmos.tui.messages import RunStateChanged
+from kosmos.tui.widgets.fleet_approval import ApprovalBar, FleetSummary, RunOnAll
+from kosmos.tui.widgets.fleet_table import FleetTable
+from kosmos.tui.widgets.run_view import RunView
+from kosmos.tui.widgets.steps import Note
+
+if TYPE_CHECKING:
+    from kosmos.tui.app import KosmosApp, TuiConfig
+    from kosmos.tui.widgets.sidebar import Sidebar
+
+# The table is redrawn at most this often (seconds): 50 busy hosts stay cheap to show.
+REDRAW_S = 0.25
+
+
+@dataclass
+class ApprovalWaiting(Message):
+    """The broker asks about a command (None: nothing waits any more)."""
+
+    request: ApprovalRequest | None
+
+
+class FleetScreen(Screen[None]):
+    """Runs one skill on every host of `spec`; enter opens a host's run view."""
+
+    CSS_PATH = Path(__file__).parent.parent / "fleet.tcss"
+
+    BINDINGS = [
+        Binding("A", "run_all", "Run on all"),
+        Binding("ctrl+o", "open_host", "Open host"),
+        Binding("ctrl+t", "focus_table", "Hosts"),
+        Binding("ctrl+c", "stop_command", "Stop command", priority=True),
+        Binding("ctrl+w", "close", "Close"),
+    ]
+
+    app: KosmosApp
+
+    def __init__(self, spec: FleetSpec, *, open_runner: RunnerFactory | None = None) -> None:
+        super().__init__()
+        self.spec = spec
+        self.open_runner = open_runner
+        self.views: dict[str, RunView] = {}
+        self.feeds: dict[str, HostFeed] = {}
+        self.controller: FleetController | None = None
+        self.shown_host: str | None = None
+
+    def compose(self) -> ComposeResult:
+        spec = self.spec
+        title = f"▶ {spec.skill.name} on {len(spec.hosts)} hosts · forks {spec.forks}"
+        yield Static(title, id="fleet-title", markup=False)
+        yield FleetTable()
+        yield ApprovalBar()
+        with ContentSwitcher(id="fleet-hosts"):
+            for i, host in enumerate(spec.hosts):
+                view = RunView(f"{spec.skill.name} @ {host.name}", id=f"fleet-host-{i}")
+                self.views[host.name] = view
+                yield view
+        yield Footer()
+
+    @property
+    def table(self) -> FleetTable:
+        return self.query_one(FleetTable)
+
+    @property
+    def bar(self) -> ApprovalBar:
+        return self.query_one(ApprovalBar)
+
+    def on_mount(self) -> None:
+        app = self.app
+        redactor = app.new_redactor()
+        for name, view in self.views.items():
+            feed = HostFeed(name, view)
+            view.controller = feed  # type: ignore[assignment]
+            view.operator = feed  # type: ignore[assignment]
+            self.feeds[name] = feed
+        self.controller = FleetController(
+            spec=self.spec,
+            settings=app.config.settings,
+            prompts=app.config.prompts,
+            prompter=app.prompter,
+            redactor=redactor,
+            feeds=self.feeds,
+            on_request=lambda request: self.post_message(ApprovalWaiting(request)),
+            open_runner=self.open_runner,
+        )
+        self.show_host(self.spec.hosts[0].name)
+        self.table.focus()
+        self.run_worker(self.controller.run(), group="fleet", exit_on_error=False)
+        self._redraw()
+        self.set_interval(REDRAW_S, self._redraw)
+
+    # -- live state -----------------------------------------------------------------------
+
+    @property
+    def fleet_runs(self) -> list:  # noqa: ANN201 - list[HostRun]
+        fleet = self.controller.fleet if self.controller else None
+        return list(fleet.runs.values()) if fleet else []
+
+    def _redraw(self) -> None:
+        self.table.update_runs(self.fleet_runs)
+        bar = self.bar
+        if bar.request is not None:
+            hosts = self._waiting_hosts(bar.request)
+            if hosts != bar.hosts:
+                bar.show(bar.request, hosts)
+                self.refresh_bindings()
+
+    def _waiting_hosts(self, request: ApprovalRequest) -> tuple[str, ...]:
+        """The hosts waiting on the request's command right now (more may have come)."""
+        if request.dangerous or self.controller is None or self.controller.broker is None:
+            return (request.proposal.host,)
+        for group in self.controller.broker.waiting:
+            same = (group.proposal.command, group.proposal.inferred)
+            if same == (request.proposal.command, request.proposal.inferred):
+                return tuple(h for h in group.hosts if h in self.feeds) or request.hosts
+        return request.hosts
+
+    @on(ApprovalWaiting)
+    def _approval_waiting(self, message: ApprovalWaiting) -> None:
+        request = message.request
+        self.bar.show(request, self._waiting_hosts(request) if request else ())
+        if request is not None:
+            # The asking host's run view comes up, its command step focused.
+            self.show_host(request.proposal.host, focus=True)
+        self.refresh_bindings()
+
+    @on(RunStateChanged)
+    def _run_state(self, message: RunStateChanged) -> None:
+        message.stop()
+        self.refresh_bindings()
+
+    @on(Worker.StateChanged)
+    def _worker_state(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "fleet":
+            return
+        if worker.state == WorkerState.ERROR:
+            error = self.app.redactor(f"{worker.error!r}")
+            self.mount(Note(f"the fleet stopped on an internal error: {error}", "warn"), before=0)
+        if worker.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self._finished()
+
+    def _finished(self) -> None:
+        controller = self.controller
+        if controller is None or controller.result is None or self.query(FleetSummary):
+            return
+        self._redraw()
+        self.bar.show(None)
+        summary = FleetSummary(controller.result, controller.run_dir, canary=False)
+        self.mount(summary, after=self.table)
+        self.refresh_bindings()
+
+    # -- hosts ----------------------------------------------------------------------------
+
+    def show_host(self, host: str, *, focus: bool = False) -> None:
+        """Show `host`'s run view under the table (and focus what it waits on)."""
+        view = self.views.get(host)
+        if view is None:
+            return
+        self.shown_host = host
+        self.query_one("#fleet-hosts", ContentSwitcher).current = view.id
+        if focus:
+            view.focus()
+            view.call_after_refresh(view.focus_pending)
+
+    @on(DataTable.RowHighlighted, "#fleet-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None and self.table.has_focus:
+            self.show_host(str(event.row_key.value))
+
+    @on(DataTable.RowSelected, "#fleet-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.show_host(str(event.row_key.value), focus=True)
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "run_all":
+            return self.bar.can_run_all
+        if action == "stop_command":
+            feed = self.feeds.get(self.shown_host or "")
+            return feed is not None and feed.command_running
+        if action == "close":
+            return self.controller is not None and self.controller.result is not None
+        return True
+
+    @on(RunOnAll)
+    def action_run_all(self) -> None:
+        desk = self.controller.desk if self.controller else None
+        if desk is not None and self.bar.can_run_all and desk.run_on_all():
+            self.notify(f"running `{self.bar.request.proposal.command}` on every host asking it")
+
+    def action_open_host(self) -> None:
+        host = self.table.highlighted_host
+        if host is not None:
+            self.show_host(host, focus=True)
+
+    def action_focus_table(self) -> None:
+        self.table.focus()
+
+    def action_stop_command(self) -> None:
+        feed = self.feeds.get(self.shown_host or "")
+        if feed is not None and feed.stop_command():
+            self.notify(f"stopping the command on {feed.name} (its whole process tree)")
+
+    def action_close(self) -> None:
+        if self.controller is not None and self.controller.result is not None:
+            self.dismiss(None)
+
+    def running_commands(self) -> int:
+        return sum(1 for f in self.feeds.values() if f.command_running)
+
+
+def fleet_screen(
+    config: TuiConfig, skill: Skill, params: dict[str, str], sidebar: Sidebar
+) -> FleetScreen:
+    """The fleet screen for the hosts marked in the sidebar (inventory names keep their
+    targets)."""
+    known = {h.name: h for h in config.fleet}
+    hosts = [known.get(name, HostSpec(name, name)) for name in sidebar.marked]
+    spec = FleetSpec(skill, params, hosts, forks=config.forks)
+    return FleetScreen(spec, open_runner=config.open_runner)

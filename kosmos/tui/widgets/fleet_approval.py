@@ -1,0 +1,88 @@
+"""The fleet's approval bar (a command waiting on N hosts) and its final summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Label, Static
+
+from kosmos.fleet.approvals import ApprovalRequest
+from kosmos.fleet.results import FleetFinished
+from kosmos.frontends.fleet_view import summary_lines
+from kosmos.tui.paths import shown_path
+
+
+class RunOnAll(Message):
+    """The operator pressed "Run on all N"."""
+
+
+class ApprovalBar(Vertical):
+    """What waits for the operator: the command, the hosts proposing it, "Run on all N"."""
+
+    def __init__(self) -> None:
+        super().__init__(id="approval-bar")
+        self.request: ApprovalRequest | None = None
+        self.hosts: tuple[str, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="approval-text", markup=False)
+        with Horizontal(classes="fleet-actions"):
+            yield Button("Run on all", variant="success", id="run-all", compact=True)
+        yield Static("", id="approval-hint", classes="hint", markup=False)
+
+    def show(self, request: ApprovalRequest | None, hosts: tuple[str, ...] = ()) -> None:
+        """Show the waiting request with the hosts now waiting on it (None hides the bar)."""
+        self.request = request
+        self.hosts = hosts or (request.hosts if request else ())
+        self.set_class(request is not None, "shown")
+        if request is None:
+            return
+        p = request.proposal
+        n = len(self.hosts)
+        listed = ", ".join(self.hosts[:8]) + ("…" if n > 8 else "")
+        if request.dangerous:
+            text = f"{p.host} step {p.step}: $ {p.command}\ndangerous: {p.reason or p.risk}"
+            hint = f"asked per host: type {p.host} in its run view to run it there, s skips"
+        else:
+            text = f"{n} host(s) wait on: $ {p.command}\n{listed}"
+            hint = f"enter runs on {p.host} only · s skips there · e edits there"
+        self.query_one("#approval-text", Static).update(text)
+        self.query_one("#approval-hint", Static).update(hint)
+        button = self.query_one("#run-all", Button)
+        button.label = f"Run on all {n} (A)"
+        button.display = self.can_run_all
+        self.set_class(request.dangerous, "dangerous")
+
+    @property
+    def can_run_all(self) -> bool:
+        return self.request is not None and not self.request.dangerous and len(self.hosts) > 1
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "run-all":
+            self.post_message(RunOnAll())
+
+
+class FleetSummary(Vertical):
+    """The end of a fleet run: one row per host, the counts, where the transcripts are."""
+
+    def __init__(self, result: FleetFinished, run_dir: Path | None, *, canary: bool) -> None:
+        css = "" if result.exit_code == 0 else "failed"
+        super().__init__(id="fleet-summary", classes=css)
+        self.result = result
+        self.run_dir = run_dir
+        self.canary = canary
+
+    def compose(self) -> ComposeResult:
+        r = self.result
+        yield Label(f"Fleet {r.status}: {r.message}", classes="tag", markup=False)
+        yield Static(
+            "\n".join(summary_lines(r, canary=self.canary)), id="summary-table", markup=False
+        )
+        stats = f"duration: {r.duration_s:.1f} s · exit code: {r.exit_code}"
+        if self.run_dir is not None:
+            stats += f" · transcripts: {shown_path(self.run_dir)}"
+        yield Static(stats, classes="stats", id="summary-stats", markup=False)

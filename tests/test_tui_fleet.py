@@ -1,0 +1,173 @@
+"""The TUI's fleet view, driven with Pilot: hosts are local folders, the LLM is scripted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.widgets import Button, Input
+
+from kosmos.events import CommandFinished, RunFinished
+from kosmos.fleet.targets import HostSpec
+from kosmos.transcript import read_transcript
+from kosmos.tui.app import KosmosApp
+from kosmos.tui.screens.fleet import FleetScreen
+from kosmos.tui.widgets.command import CmdStep
+from kosmos.tui.widgets.fleet_approval import FleetSummary
+from kosmos.tui.widgets.steps import DoneCard
+from tests.fleethelpers import Hosts, host_dirs, scripted
+from tests.llmserver import ScriptedLLM
+from tests.tuihelpers import make_app, until
+
+SIZE = (140, 50)
+
+
+def fleet_app(llm: ScriptedLLM, home: Path, names: list[str], *, mark: bool = True) -> KosmosApp:
+    """The app with `names` as hosts, each a folder under home/hosts, all marked at start."""
+    app = make_app(llm.base_url, home, params={"unit": "nginx"}, hosts=["local", *names])
+    app.config.open_runner = Hosts(host_dirs(home / "hosts", names))
+    if mark:
+        app.config.fleet = [HostSpec(n, n) for n in names]
+    return app
+
+
+def fleet_screen(app: KosmosApp) -> FleetScreen:
+    screen = app.screen
+    assert isinstance(screen, FleetScreen), f"the fleet screen is not in front: {screen}"
+    return screen
+
+
+def waiting_on(app: KosmosApp, command: str, count: int):  # noqa: ANN201
+    def check() -> bool:
+        screen = app.screen
+        if not isinstance(screen, FleetScreen):
+            return False
+        bar = screen.bar
+        return (
+            bar.request is not None
+            and bar.request.proposal.command == command
+            and len(bar.hosts) == count
+            and app.focused is not None
+        )
+
+    return check
+
+
+def fleet_done(app: KosmosApp):  # noqa: ANN201
+    return lambda: isinstance(app.screen, FleetScreen) and bool(app.screen.query(FleetSummary))
+
+
+async def test_run_on_all_approves_every_host_and_the_table_follows(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    names = ["web1", "web2", "web3"]
+    llm.default = scripted(["[CMD] uname -s", "[CMD] echo second", "[DONE] all checked"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.sidebar.marked == names, "the hosts marked")
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await pilot.press("ctrl+r")
+        await until(pilot, waiting_on(app, "uname -s", 3), "uname waiting on 3 hosts")
+        screen = fleet_screen(app)
+        assert {screen.table.state_of(n) for n in names} == {"approval"}
+        assert screen.bar.query_one("#run-all", Button).label.plain == "Run on all 3 (A)"
+        await pilot.press("A")
+        await until(pilot, waiting_on(app, "echo second", 3), "echo waiting on 3 hosts")
+        await pilot.click("#run-all")
+        await until(pilot, fleet_done(app), "the summary")
+        assert [screen.table.state_of(n) for n in names] == ["done"] * 3
+        for name in names:
+            view = screen.views[name]
+            assert [s.state for s in view.cmd_steps.values()] == ["ok", "ok"]
+            assert view.query_one(DoneCard).result.status == "done"
+        summary = screen.query_one(FleetSummary)
+        assert summary.result.exit_code == 0 and summary.result.counts == {"done": 3}
+        table = str(summary.query_one("#summary-table").render())
+        assert all(n in table for n in names) and "LAST EXIT" in table
+        run_dir = screen.controller.run_dir
+        await pilot.press("ctrl+w")
+        await until(pilot, lambda: not isinstance(app.screen, FleetScreen), "back to main")
+    # Asked twice in all, each time for every host; each host ran both commands.
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "fleet.json",
+        "web1.jsonl",
+        "web2.jsonl",
+        "web3.jsonl",
+    ]
+    for name in names:
+        events = read_transcript(run_dir / f"{name}.jsonl")
+        ran = [e.command for e in events if isinstance(e, CommandFinished)]
+        assert ran == ["uname -s", "echo second"]
+        assert isinstance(events[-1], RunFinished) and events[-1].status == "done"
+    assert json.loads((run_dir / "fleet.json").read_text())["counts"] == {"done": 3}
+
+
+async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, home: Path) -> None:
+    names = ["a1", "b1"]
+    llm.default = scripted(["[CMD] cat code", "[DONE] ok"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await pilot.press("ctrl+r")
+        await until(pilot, waiting_on(app, "cat code", 2), "cat waiting on 2 hosts")
+        screen = fleet_screen(app)
+        asking = screen.bar.request.proposal.host
+        other = next(n for n in names if n != asking)
+        # The asking host's run view is shown, its step focused: enter runs it there only.
+        assert screen.shown_host == asking
+        assert isinstance(app.focused, CmdStep) and app.focused.awaiting
+        await pilot.press("enter")
+        await until(pilot, waiting_on(app, "cat code", 1), "the other host asked on its own")
+        assert screen.bar.request.proposal.host == other
+        assert not screen.bar.query_one("#run-all", Button).display
+        await pilot.press("s")
+        await until(pilot, fleet_done(app), "the summary")
+        # Open the first host's view from the table: its output is there.
+        await pilot.press("ctrl+t")
+        screen.table.move_cursor(row=names.index(asking))
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.shown_host == asking, "the host's view")
+        view = screen.views[asking]
+        assert view.display and view.cmd_steps[1].state == "ok"
+        assert "0" in "\n".join(view.cmd_steps[1].query_one("#output").lines)
+        assert screen.views[other].cmd_steps[1].state == "skipped"
+        assert screen.table.state_of(asking) == "done"
+
+
+async def test_a_dangerous_command_is_asked_per_host_with_its_name(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    names = ["db1", "db2"]
+    llm.default = scripted(["[CMD] mkfs.ext4 /dev/kosmos-test-none", "[DONE] ok"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await pilot.press("ctrl+r")
+        command = "mkfs.ext4 /dev/kosmos-test-none"
+        await until(pilot, waiting_on(app, command, 1), "the first host asked")
+        screen = fleet_screen(app)
+        first = screen.bar.request.proposal.host
+        assert screen.bar.request.dangerous and not screen.bar.can_run_all
+        await pilot.press("A")  # no "run on all" for a dangerous command
+        await pilot.pause()
+        assert screen.bar.request is not None and screen.bar.request.proposal.host == first
+        await pilot.press("enter")
+        confirm = screen.views[first].cmd_steps[1].query_one("#confirm-input", Input)
+        await until(pilot, lambda: app.focused is confirm, "the host name asked")
+        await pilot.press(*"wrong", "enter")
+        await pilot.pause()
+        assert screen.bar.request.proposal.host == first
+        confirm.value = ""
+        await pilot.press(*first, "enter")
+        second = next(n for n in names if n != first)
+
+        def second_asked() -> bool:
+            bar = screen.bar
+            return bar.request is not None and bar.request.proposal.host == second
+
+        await until(pilot, second_asked, "the second host asked on its own")
+        await until(pilot, lambda: isinstance(app.focused, CmdStep), "its step focused")
+        await pilot.press("s")
+        await until(pilot, fleet_done(app), "the summary")
+        assert screen.views[first].cmd_steps[1].state in ("ok", "failed")  # it ran there
+        assert screen.views[second].cmd_steps[1].state == "skipped"
