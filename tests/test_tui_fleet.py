@@ -171,3 +171,53 @@ async def test_a_dangerous_command_is_asked_per_host_with_its_name(
         await until(pilot, fleet_done(app), "the summary")
         assert screen.views[first].cmd_steps[1].state in ("ok", "failed")  # it ran there
         assert screen.views[second].cmd_steps[1].state == "skipped"
+
+
+async def test_one_answer_for_every_host_asking(llm: ScriptedLLM, home: Path) -> None:
+    names = ["q1", "q2", "q3"]
+    llm.default = scripted(["[ASK] Which port?", "[DONE] ok"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await pilot.press("ctrl+r")
+        screen = fleet_screen(app)
+
+        def all_ask() -> bool:
+            bar = screen.bar
+            return bar.question is not None and len(bar.hosts) == 3
+
+        await until(pilot, all_ask, "three hosts asking")
+        await until(pilot, lambda: isinstance(app.focused, Input), "the answer focused")
+        assert screen.bar.answer_all
+        await pilot.press(*"8080", "enter")
+        await until(pilot, fleet_done(app), "the summary")
+        asked = [v for v in screen.views.values() if v.asks]
+        assert len(asked) == 1  # one host showed the question; the others got its answer
+    answers = [r.last_user_text for r in llm.requests if r.last_user_text.startswith("User")]
+    assert len(answers) == 3 and all(a.startswith("User response: 8080") for a in answers)
+
+
+async def test_hosts_marked_in_the_sidebar_by_key_and_by_glob(llm: ScriptedLLM, home: Path) -> None:
+    names = ["web1", "web2", "db1"]
+    llm.default = scripted(["[DONE] nothing to do"])
+    app = fleet_app(llm, home, names, mark=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        sidebar = app.main.sidebar
+        await pilot.press("ctrl+f", *"web*", "ctrl+g")
+        assert sidebar.marked == ["web1", "web2"]
+        await pilot.press("ctrl+a", "shift+end", "backspace")  # the filter emptied
+        hosts = sidebar.query_one("#hosts")
+        hosts.focus()
+        hosts.highlighted = sidebar.hosts.index("db1")
+        await pilot.press("space")
+        assert sidebar.marked == ["web1", "web2", "db1"]
+        hosts.highlighted = sidebar.hosts.index("web2")
+        await pilot.press("space")
+        assert sidebar.marked == ["web1", "db1"]
+        assert "☑" in str(hosts.get_option("host:db1").prompt)
+        await pilot.press("ctrl+r")
+        await until(pilot, fleet_done(app), "the summary")
+        result = fleet_screen(app).controller.result
+        assert [h.host for h in result.hosts] == ["web1", "db1"]
+        assert {h.status for h in result.hosts} == {"done"}

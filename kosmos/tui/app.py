@@ -21,6 +21,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
+from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
 
@@ -82,14 +83,19 @@ class KosmosApp(App[int]):
         return screen
 
     async def action_quit(self) -> None:
-        running = self.main.running_commands()
+        # Fleet screens sit above the main one; their hosts' commands count too.
+        fleets = [s for s in self.screen_stack if isinstance(s, FleetScreen)]
+        running = self.main.running_commands() + sum(s.running_commands() for s in fleets)
         if not running:
             self.exit(0)
             return
 
         def answered(quit_now: bool | None) -> None:
             if quit_now:
-                for controller in self.main.runs.values():
+                for controller in [
+                    *self.main.runs.values(),
+                    *(f for s in fleets for f in s.feeds.values()),
+                ]:
                     controller.stop_command()
                 self.exit(0)
 

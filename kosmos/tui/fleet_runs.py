@@ -124,19 +124,22 @@ class HostFeed:
 
 class TuiFleetDesk:
     """The broker's front end in the TUI: each question goes to the asking host's run view;
-    `on_request` tells the fleet screen which approval waits, for its "Run on all N"."""
+    `on_request` tells the fleet screen what waits (for "Run on all N", "answer all")."""
 
     def __init__(
         self,
         feeds: dict[str, HostFeed],
         prompter: HostPrompter,
         redactor: Redactor,
-        on_request: Callable[[ApprovalRequest | None], None],
+        on_request: Callable[[ApprovalRequest | AnswerRequest | str | None], None],
+        answer_all: Callable[[], bool] = lambda: False,
     ) -> None:
         self.feeds = feeds
         self.prompter = prompter
         self.redactor = redactor
         self.on_request = on_request
+        # Read when the operator answers: the same answer for every host asking it?
+        self.answer_all = answer_all
         self.current: ApprovalRequest | None = None
 
     async def decide(self, request: ApprovalRequest) -> FleetApproval:
@@ -158,7 +161,16 @@ class TuiFleetDesk:
 
     async def answer(self, request: AnswerRequest) -> FleetAnswer:
         feed = self.feeds[request.host]
-        return await feed.ask(QuestionNeeded(request.question), lambda v: FleetAnswer(v))
+        self.on_request(request)
+
+        def scoped(value: str | None) -> FleetAnswer:
+            several = len(request.hosts) > 1
+            return FleetAnswer(value, "all" if several and self.answer_all() else "host")
+
+        try:
+            return await feed.ask(QuestionNeeded(request.question), scoped)
+        finally:
+            self.on_request(None)
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         return await self.prompter.ask_secret(f"{host}: {prompt}")
@@ -166,6 +178,7 @@ class TuiFleetDesk:
     async def retry(self, host: str, error: KosmosError) -> bool:
         kind = "host" if isinstance(error, HostError) else "LLM"
         reason = RetryNeeded(self.redactor(str(error)), kind)
+        self.on_request(host)
         return bool(await self.feeds[host].ask(reason, bool))
 
     async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
@@ -182,7 +195,8 @@ class FleetController:
     prompter: HostPrompter
     redactor: Redactor
     feeds: dict[str, HostFeed]
-    on_request: Callable[[ApprovalRequest | None], None]
+    on_request: Callable[[ApprovalRequest | AnswerRequest | str | None], None]
+    answer_all: Callable[[], bool] = lambda: False
     open_runner: RunnerFactory | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     fleet: Fleet | None = None
@@ -192,7 +206,9 @@ class FleetController:
     result: FleetFinished | None = None
 
     def __post_init__(self) -> None:
-        self.desk = TuiFleetDesk(self.feeds, self.prompter, self.redactor, self.on_request)
+        self.desk = TuiFleetDesk(
+            self.feeds, self.prompter, self.redactor, self.on_request, self.answer_all
+        )
         self.broker = ApprovalBroker(self.desk)
 
     def options(self, host: HostSpec) -> SessionOptions:

@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from kosmos.fleet.approvals import ApprovalRequest
+from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.targets import HostSpec
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_runs import FleetController, FleetSpec, HostFeed, RunnerFactory
@@ -34,9 +34,9 @@ REDRAW_S = 0.25
 
 @dataclass
 class ApprovalWaiting(Message):
-    """The broker asks about a command (None: nothing waits any more)."""
+    """The broker asks about a command, a question, a host's error (None: nothing waits)."""
 
-    request: ApprovalRequest | None
+    request: ApprovalRequest | AnswerRequest | str | None
 
 
 class FleetScreen(Screen[None]):
@@ -100,6 +100,7 @@ class FleetScreen(Screen[None]):
             redactor=redactor,
             feeds=self.feeds,
             on_request=lambda request: self.post_message(ApprovalWaiting(request)),
+            answer_all=lambda: self.bar.answer_all,
             open_runner=self.open_runner,
         )
         self.show_host(self.spec.hosts[0].name)
@@ -118,6 +119,8 @@ class FleetScreen(Screen[None]):
     def _redraw(self) -> None:
         self.table.update_runs(self.fleet_runs)
         bar = self.bar
+        if bar.question is not None and bar.question.hosts != bar.hosts:
+            bar.ask(bar.question)
         if bar.request is not None:
             hosts = self._waiting_hosts(bar.request)
             if hosts != bar.hosts:
@@ -137,10 +140,17 @@ class FleetScreen(Screen[None]):
     @on(ApprovalWaiting)
     def _approval_waiting(self, message: ApprovalWaiting) -> None:
         request = message.request
-        self.bar.show(request, self._waiting_hosts(request) if request else ())
-        if request is not None:
-            # The asking host's run view comes up, its command step focused.
-            self.show_host(request.proposal.host, focus=True)
+        if isinstance(request, str):
+            # A host's error card waits on Retry: show that host.
+            self.show_host(request, focus=True)
+        elif isinstance(request, AnswerRequest):
+            self.bar.ask(request)
+            self.show_host(request.host, focus=True)
+        else:
+            self.bar.show(request, self._waiting_hosts(request) if request else ())
+            if request is not None:
+                # The asking host's run view comes up, its command step focused.
+                self.show_host(request.proposal.host, focus=True)
         self.refresh_bindings()
 
     @on(RunStateChanged)

@@ -7,9 +7,9 @@ from pathlib import Path
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Checkbox, Label, Static
 
-from kosmos.fleet.approvals import ApprovalRequest
+from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.results import FleetFinished
 from kosmos.frontends.fleet_view import summary_lines
 from kosmos.tui.paths import shown_path
@@ -20,26 +20,54 @@ class RunOnAll(Message):
 
 
 class ApprovalBar(Vertical):
-    """What waits for the operator: the command, the hosts proposing it, "Run on all N"."""
+    """What waits for the operator: the command and the hosts proposing it ("Run on all N"),
+    or the question and the hosts asking it (the same answer for all)."""
 
     def __init__(self) -> None:
         super().__init__(id="approval-bar")
         self.request: ApprovalRequest | None = None
+        self.question: AnswerRequest | None = None
         self.hosts: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static("", id="approval-text", markup=False)
         with Horizontal(classes="fleet-actions"):
             yield Button("Run on all", variant="success", id="run-all", compact=True)
+            yield Checkbox("the same answer for every host asking", True, id="answer-all")
         yield Static("", id="approval-hint", classes="hint", markup=False)
+
+    @property
+    def answer_all(self) -> bool:
+        return self.query_one("#answer-all", Checkbox).value
+
+    def ask(self, question: AnswerRequest | None) -> None:
+        """Show the question being answered and how many hosts ask it now."""
+        self.question = question
+        self.request = None
+        self.set_class(question is not None, "shown")
+        self.set_class(False, "dangerous")
+        if question is None:
+            return
+        hosts = question.hosts
+        self.hosts = hosts
+        listed = ", ".join(hosts[:8]) + ("…" if len(hosts) > 8 else "")
+        text = f"{len(hosts)} host(s) ask: {question.question.text}\n{listed}"
+        self.query_one("#approval-text", Static).update(text)
+        self.query_one("#approval-hint", Static).update(
+            f"answer in {question.host}'s run view; the box decides whether the others get it"
+        )
+        self.query_one("#run-all", Button).display = False
+        self.query_one("#answer-all", Checkbox).display = len(hosts) > 1
 
     def show(self, request: ApprovalRequest | None, hosts: tuple[str, ...] = ()) -> None:
         """Show the waiting request with the hosts now waiting on it (None hides the bar)."""
         self.request = request
+        self.question = None
         self.hosts = hosts or (request.hosts if request else ())
         self.set_class(request is not None, "shown")
         if request is None:
             return
+        self.query_one("#answer-all", Checkbox).display = False
         p = request.proposal
         n = len(self.hosts)
         listed = ", ".join(self.hosts[:8]) + ("…" if n > 8 else "")
