@@ -31,7 +31,8 @@ class Sidebar(Vertical):
 
     BINDINGS = [
         Binding("space", "mark_host", "Mark host"),
-        Binding("ctrl+g", "mark_shown", "Mark shown hosts"),
+        # Not in the footer: the filter has the focus most of the time (README documents it).
+        Binding("ctrl+g", "mark_shown", "Mark shown hosts", show=False),
     ]
 
     def __init__(self, hosts: list[str], selected_host: str) -> None:
@@ -150,6 +151,12 @@ class Sidebar(Vertical):
             self.remote_skills = []
             self.refresh_lists()
         self.post_message(HostChosen(target))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Marking keys belong to the host list and the filter (the footer shows them there).
+        if action == "mark_host":
+            return self.query_one("#hosts", OptionList).has_focus
+        return True
 
     def action_mark_host(self) -> None:
         hosts = self.query_one("#hosts", OptionList)
