@@ -195,9 +195,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tui.add_argument(
         "--host",
-        default="local",
+        action="append",
+        default=[],
         metavar="TARGET",
-        help="host selected at start: local (default), [user@]host[:port] or an ssh alias",
+        help="host selected at start: local (default), [user@]host[:port] or an ssh alias; "
+        "repeat it to mark several hosts for a fleet run",
+    )
+    tui.add_argument(
+        "--hosts",
+        metavar="PATTERN",
+        help="mark the ~/.ssh/config aliases matching this glob ('web*') for a fleet run, "
+        "or with -i an inventory group or pattern",
+    )
+    tui.add_argument(
+        "-i",
+        "--inventory",
+        type=Path,
+        metavar="INVENTORY",
+        help="an Ansible inventory file (INI or YAML) to mark the hosts from",
+    )
+    tui.add_argument(
+        "--forks",
+        type=_positive_int,
+        default=10,
+        metavar="N",
+        help="fleet hosts at once (default 10)",
     )
     tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
     tui.add_argument(
@@ -402,9 +424,19 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from kosmos.tui.app import run_tui
 
     parse_param_flags(args.param)  # a malformed --param fails before the screen opens
+    fleet = []
+    if len(args.host) > 1 or args.hosts or args.inventory:
+        from kosmos.fleet.targets import resolve_hosts
+
+        ssh_config = Path.home() / ".ssh" / "config"
+        fleet = resolve_hosts(
+            args.host, args.hosts, inventory=args.inventory, ssh_config=ssh_config
+        )
     return run_tui(
         _settings(args),
-        host=args.host,
+        host=args.host[0] if args.host else "local",
+        fleet=fleet,
+        forks=args.forks,
         skill=args.skill,
         params=args.param,
         transcript=args.transcript,

@@ -15,6 +15,7 @@ from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.fleet_approval import FleetSummary
 from kosmos.tui.widgets.steps import DoneCard
+from tests.conftest import run_cli
 from tests.fleethelpers import Hosts, host_dirs, scripted
 from tests.llmserver import ScriptedLLM
 from tests.tuihelpers import make_app, until
@@ -221,3 +222,17 @@ async def test_hosts_marked_in_the_sidebar_by_key_and_by_glob(llm: ScriptedLLM, 
         result = fleet_screen(app).controller.result
         assert [h.host for h in result.hosts] == ["web1", "db1"]
         assert {h.status for h in result.hosts} == {"done"}
+
+
+def test_cli_fleet_flags_fail_in_one_line_before_the_screen_opens(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    (home / ".ssh").mkdir(exist_ok=True)
+    (home / ".ssh" / "config").write_text("Host web1 web2\n  HostName 127.0.0.1\n")
+    done = run_cli(["tui", "--hosts", "db*"], env=cli_env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("kosmos: --hosts 'db*' matches no alias in")
+    assert "aliases: web1, web2" in done.stderr
+    shown = run_cli(["tui", "--help"], env=cli_env, cwd=tmp_path)
+    for flag in ("--hosts", "--inventory", "--forks"):
+        assert flag in shown.stdout

@@ -115,13 +115,20 @@ def run_tui(
     skills_dirs: Sequence[Path],
     env: dict[str, str],
     home: Path,
+    fleet: Sequence[HostSpec] = (),
+    forks: int = DEFAULT_FORKS,
 ) -> int:
-    """Start the app in this terminal; returns its exit code when the operator quits."""
+    """Start the app in this terminal; returns its exit code when the operator quits.
+    `fleet`: hosts marked at start, so that ctrl+r runs the skill on all of them."""
+    hosts = host_choices(home, host)
+    hosts += [h.name for h in fleet if h.name not in hosts]
     config = TuiConfig(
         settings=settings,
         library=skill_library(settings, skills_dirs, env, home),
         prompts=Prompts.load(settings.prompts_file),
-        hosts=host_choices(home, host),
+        hosts=hosts,
+        fleet=list(fleet),
+        forks=forks,
         host=host,
         skill=skill,
         params=parse_param_flags(params),
