@@ -153,8 +153,17 @@ class MainScreen(Screen[None]):
 
     @on(HostChosen)
     def _host_chosen(self, message: HostChosen) -> None:
-        self.query_one(SkillPanel).set_host(message.target)
+        self.query_one(SkillPanel).set_host(self._run_target())
         self._load_remote(message.target)
+
+    @on(Sidebar.Marked)
+    def _hosts_marked(self) -> None:
+        self.query_one(SkillPanel).set_host(self._run_target())
+
+    def _run_target(self) -> str:
+        """Where ctrl+r runs the skill: the selected host, or the hosts marked for a fleet."""
+        marked = self.sidebar.marked
+        return f"{len(marked)} marked hosts" if marked else self.sidebar.selected_host
 
     @on(SkillChosen)
     async def _skill_chosen(self, message: SkillChosen) -> None:
@@ -166,7 +175,7 @@ class MainScreen(Screen[None]):
         config = self.app.config
         given = config.params if skill.name == config.skill or skill.ref == config.skill else None
         await old.remove()
-        await pane.mount(SkillPanel(skill, self.sidebar.selected_host, given))
+        await pane.mount(SkillPanel(skill, self._run_target(), given))
         self.tabs.active = SKILL_TAB
 
     # -- runs ---------------------------------------------------------------------------

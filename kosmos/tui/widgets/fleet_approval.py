@@ -33,7 +33,9 @@ class ApprovalBar(Vertical):
         yield Static("", id="approval-text", markup=False)
         with Horizontal(classes="fleet-actions"):
             yield Button("Run on all", variant="success", id="run-all", compact=True)
-            yield Checkbox("the same answer for every host asking", True, id="answer-all")
+            yield Checkbox(
+                "the same answer for every host asking", True, id="answer-all", compact=True
+            )
         yield Static("", id="approval-hint", classes="hint", markup=False)
 
     @property

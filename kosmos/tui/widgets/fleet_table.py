@@ -76,7 +76,7 @@ class FleetTable(DataTable[Text | str]):
             else:
                 for i, column in enumerate(COLUMNS):
                     if cells[i] != old[i]:
-                        self.update_cell(run.name, column, styled[i])
+                        self.update_cell(run.name, column, styled[i], update_width=True)
             self._rows[run.name] = cells
 
     def state_of(self, host: str) -> str:

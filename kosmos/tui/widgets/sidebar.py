@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from rich.text import Text
@@ -9,6 +10,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
@@ -176,6 +178,13 @@ class Sidebar(Vertical):
         chosen = set(self.marked) | set(targets) if on else set(self.marked) - set(targets)
         self.marked = [t for t in self.hosts if t in chosen]
         self._fill_hosts()
+        self.post_message(self.Marked(list(self.marked)))
+
+    @dataclass
+    class Marked(Message):
+        """The hosts marked for a fleet run changed."""
+
+        hosts: list[str]
 
     @on(OptionList.OptionSelected, "#skills")
     def _skill_selected(self, event: OptionList.OptionSelected) -> None:
