@@ -1,0 +1,66 @@
+"""An SVG snapshot of the fleet screen's end: the host table, the summary, a host's run view.
+
+Durations and transcript paths differ run to run: fixed ones are shown in their place.
+Update after a deliberate change of the look: `pytest tests/test_tui_fleet_snapshot.py
+--snapshot-update`, then review the SVG.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Label, Static
+
+from tests.llmserver import ScriptedLLM
+from tests.test_tui_fleet import fleet_app, fleet_done, waiting_on
+from tests.tuihelpers import until
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _mask(pilot: Pilot) -> None:
+    screen = pilot.app.screen
+    for host in ("web1", "web2"):
+        screen.table.update_cell(host, "elapsed", "0.0s")
+    table = screen.query_one("#summary-table", Static)
+    table.update(re.sub(r"\d+\.\ds", "0.0s", str(table.render())))
+    screen.query_one("#summary-stats", Static).update("duration: 0.0 s · exit code: 0")
+    for view in screen.views.values():
+        view.query_one("#run-title", Static).update(view.run_title)
+        for step in view.query(".cmd-step"):
+            step.query_one("#state", Label).update("exit 0 · 0.0 s · 3 B")
+        for stats in view.query(".done-card .stats"):
+            if "duration" in str(stats.render()):
+                stats.update("steps: 2 · duration: 0.0 s · commands run: 1 · exit code: 0")
+            else:
+                stats.update(f"transcript: {view.run_title.split()[-1]}.jsonl")
+
+
+def test_fleet_summary(snap_compare, llm: ScriptedLLM, home: Path, here: Path) -> None:
+    llm.default = lambda record: "[CMD] echo ok" if len(record.messages) < 4 else "[DONE] fine"
+    app = fleet_app(llm, home, ["web1", "web2"])
+
+    async def run_before(pilot: Pilot) -> None:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await pilot.press("ctrl+r")
+        await until(pilot, waiting_on(app, "echo ok", 2), "echo waiting on 2 hosts")
+        await pilot.press("A")
+        await until(pilot, fleet_done(app), "the summary")
+        screen = app.screen
+        screen.table.focus()
+        screen.table.move_cursor(row=0)
+        screen.show_host("web1")
+        _mask(pilot)
+        app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
