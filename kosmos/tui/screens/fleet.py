@@ -134,7 +134,9 @@ class FleetScreen(Screen[None]):
         for group in self.controller.broker.waiting:
             same = (group.proposal.command, group.proposal.inferred)
             if same == (request.proposal.command, request.proposal.inferred):
-                return tuple(h for h in group.hosts if h in self.feeds) or request.hosts
+                # In the fleet's order, so the list does not reshuffle as hosts arrive.
+                waiting = set(group.hosts)
+                return tuple(h for h in self.feeds if h in waiting) or request.hosts
         return request.hosts
 
     @on(ApprovalWaiting)
