@@ -15,6 +15,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
+from kosmos.fleet.orchestrator import HostRun
 from kosmos.fleet.targets import HostSpec
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_runs import FleetController, FleetSpec, HostFeed, RunnerFactory
@@ -112,7 +113,7 @@ class FleetScreen(Screen[None]):
     # -- live state -----------------------------------------------------------------------
 
     @property
-    def fleet_runs(self) -> list:  # noqa: ANN201 - list[HostRun]
+    def fleet_runs(self) -> list[HostRun]:
         fleet = self.controller.fleet if self.controller else None
         return list(fleet.runs.values()) if fleet else []
 
