@@ -160,6 +160,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _llm_flags(chat)
 
+    tui = sub.add_parser(
+        "tui",
+        help="the interactive terminal UI",
+        description="Choose hosts and skills, run them and approve each step in a terminal UI.",
+    )
+    tui.add_argument(
+        "--host",
+        default="local",
+        metavar="TARGET",
+        help="host selected at start: local (default), [user@]host[:port] or an ssh alias",
+    )
+    tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
+    tui.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fill the selected skill's parameter (repeatable)",
+    )
+    tui.add_argument(
+        "--transcript", type=Path, metavar="PATH", help="the first run's JSONL transcript"
+    )
+    tui.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
+    _llm_flags(tui)
+
     skills = sub.add_parser(
         "skills", help="list or show skills", description="List or show skills."
     )
@@ -270,6 +302,23 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     return hosts_command(_settings(args), home=Path.home(), check=args.check)
 
 
+def _cmd_tui(args: argparse.Namespace) -> int:
+    from kosmos.skills.params import parse_param_flags
+    from kosmos.tui.app import run_tui
+
+    parse_param_flags(args.param)  # a malformed --param fails before the screen opens
+    return run_tui(
+        _settings(args),
+        host=args.host,
+        skill=args.skill,
+        params=args.param,
+        transcript=args.transcript,
+        skills_dirs=args.skills_dir,
+        env=dict(os.environ),
+        home=Path.home(),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -285,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_chat(args)
         if args.command == "hosts":
             return _cmd_hosts(args)
+        if args.command == "tui":
+            return _cmd_tui(args)
     except KosmosError as e:
         print(f"kosmos: {e}", file=sys.stderr)
         return e.exit_code

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.operator import Operator
-from kosmos.engine.session import Session, SessionOptions
+from kosmos.engine.session import Session
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound
 from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
@@ -21,6 +21,7 @@ from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
 from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
 from kosmos.frontends.render import JsonRenderer, TextRenderer
+from kosmos.frontends.setup import session_options, transcript_path
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
@@ -29,7 +30,7 @@ from kosmos.prompts import Prompts
 from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote_skill
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
-from kosmos.transcript import Transcript, default_path
+from kosmos.transcript import Transcript
 
 
 @dataclass
@@ -198,20 +199,17 @@ class RunFrontend:
     ) -> int:
         req, settings = self.request, self.settings
         run_id = uuid.uuid4().hex
-        assert settings.transcript_dir is not None
-        path = req.transcript or default_path(settings.transcript_dir, skill.name, run_id)
+        path = transcript_path(settings, skill, run_id, req.transcript)
         transcript = Transcript(path)
         provider = make_provider(settings)
-        options = SessionOptions(
-            max_steps=req.max_steps or settings.max_steps,
-            command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
-            knowledge_timeout=settings.knowledge_timeout,
-            history_mode=skill.history_mode,
-            history_max=skill.history_max,
+        options = session_options(
+            settings,
+            skill,
+            max_steps=req.max_steps,
+            command_timeout=req.command_timeout,
             prompt=req.prompt,
             non_interactive=req.non_interactive,
-            # --protocol > the skill's frontmatter > the config file > tags.
-            protocol=req.protocol or skill.protocol or settings.protocol,
+            protocol=req.protocol,
         )
         self._emit = self._emitter(transcript)
         session = Session(
