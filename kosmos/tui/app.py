@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from kosmos.config import Settings
 from kosmos.frontends.run import skill_library
@@ -17,6 +18,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
+from kosmos.tui.screens.chat import open_chat_screen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
 
@@ -33,6 +35,10 @@ class TuiConfig:
     skill: str | None = None
     params: dict[str, str] = field(default_factory=dict)
     transcript: Path | None = None
+    # The environment and home the chat screen picks its language and log file from.
+    env: dict[str, str] = field(default_factory=dict)
+    home: Path | None = None
+    chat: bool = False  # open the chat screen at start
 
 
 class KosmosApp(App[int]):
@@ -40,6 +46,7 @@ class KosmosApp(App[int]):
 
     CSS_PATH = "kosmos.tcss"
     TITLE = "kosmos"
+    BINDINGS = [Binding("ctrl+t", "chat", "Chat")]
 
     def __init__(self, config: TuiConfig) -> None:
         super().__init__()
@@ -49,6 +56,13 @@ class KosmosApp(App[int]):
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen()
+
+    def on_mount(self) -> None:
+        if self.config.chat:
+            open_chat_screen(self)
+
+    def action_chat(self) -> None:
+        open_chat_screen(self)
 
     def _host_state(self, target: str, state: str, detail: str) -> None:
         if self.screen_stack:
@@ -88,6 +102,7 @@ def run_tui(
     skills_dirs: Sequence[Path],
     env: dict[str, str],
     home: Path,
+    chat: bool = False,
 ) -> int:
     """Start the app in this terminal; returns its exit code when the operator quits."""
     config = TuiConfig(
@@ -99,5 +114,8 @@ def run_tui(
         skill=skill,
         params=parse_param_flags(params),
         transcript=transcript,
+        env=env,
+        home=home,
+        chat=chat,
     )
     return KosmosApp(config).run() or 0

@@ -1,0 +1,77 @@
+"""The chat core's seams answered by the TUI: its texts go to the conversation, its skills run
+in a run view there, on the TUI's host, with the TUI's approvals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from textual.message_pump import MessagePump
+
+from kosmos.chat.agent import Kind, SkillOutcome
+from kosmos.skills.model import Skill
+from kosmos.tui.operator import TuiOperator
+from kosmos.tui.runs import RunController, RunSpec
+from kosmos.tui.widgets.chat_log import ChatSaid, ChatShow
+from kosmos.tui.widgets.run_view import RunView
+
+if TYPE_CHECKING:
+    from kosmos.tui.app import KosmosApp
+
+
+class LogOutput:
+    """The agent's `Output`: each text becomes a line of the conversation (via a message)."""
+
+    def __init__(self, log: MessagePump) -> None:
+        self.log = log
+
+    def say(self, text: str, kind: Kind = "progress") -> None:
+        self.log.post_message(ChatSaid(text, kind))
+
+
+class TuiSkillRunner:
+    """The agent's `SkillRunner`: a run view in the conversation, driven as a run tab is."""
+
+    def __init__(self, app: KosmosApp, log: MessagePump, host: Callable[[], str]) -> None:
+        self.app = app
+        self.log = log
+        self.host = host
+        self.current: RunController | None = None
+        self.views: list[RunView] = []
+
+    @property
+    def command_running(self) -> bool:
+        return self.current is not None and self.current.command_running
+
+    def stop_command(self) -> bool:
+        return self.current is not None and self.current.stop_command()
+
+    async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
+        """Run the skill to its end; the operator approves its steps in the view."""
+        config = self.app.config
+        host = self.host()
+        view = RunView(f"{skill.name} @ {host}", id=f"chat-run-{len(self.views) + 1}")
+        view.add_class("chat-run")
+        operator = TuiOperator(view, self.app.prompter)
+        controller = RunController(
+            spec=RunSpec(skill, params, host),
+            settings=config.settings,
+            prompts=config.prompts,
+            pool=self.app.pool,
+            view=view,
+            operator=operator,
+        )
+        view.controller = controller
+        # Run views that resolve the operator's decisions through their own `operator`.
+        view.operator = operator  # type: ignore[attr-defined]
+        self.views.append(view)
+        self.log.post_message(ChatShow(view))
+        self.current = controller
+        try:
+            result = await controller.run()
+        finally:
+            self.current = None
+        if result is None:
+            return SkillOutcome("error", "the run ended before it started")
+        path = controller.transcript_path
+        return SkillOutcome(result.status, result.message, str(path) if path else None)

@@ -1,0 +1,238 @@
+"""The TUI's chat screen, driven with Pilot: the scripted LLM, the example services, real runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Button
+
+from kosmos.chat.catalog import TEXTS
+from kosmos.config import Settings
+from kosmos.frontends.run import skill_library
+from kosmos.prompts import Prompts
+from kosmos.transcript import read_transcript
+from kosmos.tui.app import KosmosApp, TuiConfig
+from kosmos.tui.screens.chat import ChatScreen
+from kosmos.tui.screens.main import MainScreen
+from kosmos.tui.widgets.command import CmdStep
+from kosmos.tui.widgets.run_view import RunView
+from tests.chatkit import example_chat, load_services_module, relevant, select
+from tests.llmserver import ScriptedLLM, Status
+
+SERVICES = load_services_module()
+SIZE = (120, 45)
+
+PROBE = """---
+name: probe
+description: Check whether a systemd unit is healthy
+params:
+  - name: unit
+    description: the unit to check
+    required: true
+    max_length: 12
+---
+## What I do
+Check the unit.
+"""
+
+
+def en(key: str, **values: Any) -> str:
+    return TEXTS[key][0].format(**values)
+
+
+@pytest.fixture
+def services() -> Iterator[Any]:
+    server = SERVICES.ExampleServices().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def write_skill(root: Path, text: str = PROBE, folder: str = "probe") -> None:
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def chat_app(
+    llm: ScriptedLLM,
+    services: Any,
+    home: Path,
+    *,
+    chat: bool = True,
+    host: str = "local",
+    hosts: list[str] | None = None,
+    skills: bool = True,
+) -> KosmosApp:
+    """The app on the scripted LLM and the example services; skills from `home/skills`."""
+    settings = Settings(
+        base_url=llm.base_url,
+        llm_retries=0,
+        transcript_dir=home / "runs",
+        chat=example_chat(services.base_url, skills=skills),
+    )
+    roots = [home / "skills"] if (home / "skills").exists() else []
+    config = TuiConfig(
+        settings=settings,
+        library=skill_library(settings, roots, {}, home),
+        prompts=Prompts.load(),
+        hosts=hosts or [host],
+        host=host,
+        env={"LANG": "en_US.UTF-8"},
+        home=home,
+        chat=chat,
+    )
+    return KosmosApp(config)
+
+
+async def until(pilot: Pilot, check: Callable[[], object], what: str, limit: float = 20) -> None:
+    """Let the app run until `check()` holds; fail naming `what` if it never does."""
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the chat never got to: {what}")
+        await pilot.pause(0.02)
+
+
+def chat_screen(app: KosmosApp) -> ChatScreen:
+    screen = app.get_screen("chat")
+    assert isinstance(screen, ChatScreen)
+    return screen
+
+
+def said(app: KosmosApp, kind: str | None = None) -> list[str]:
+    return chat_screen(app).chat_log.lines(kind)
+
+
+def ready(app: KosmosApp) -> Callable[[], bool]:
+    """The chat waits for the operator: not busy, its input focused."""
+
+    def check() -> bool:
+        screen = chat_screen(app)
+        return not screen.busy and app.focused is screen.input
+
+    return check
+
+
+async def type_line(pilot: Pilot, app: KosmosApp, text: str) -> None:
+    await until(pilot, ready(app), "the input, ready for a line")
+    chat_screen(app).input.value = text
+    await pilot.press("enter")
+
+
+async def test_greeting_then_an_http_tool_result(
+    llm: ScriptedLLM, services: Any, home: Path
+) -> None:
+    llm.script(relevant(), select("generate_haiku", theme="autumn"))
+    app = chat_app(llm, services, home, skills=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.is_screen_installed("chat"), "the chat screen")
+        await until(pilot, lambda: said(app, "help"), "the greeting")
+        greeting = said(app, "help")[0]
+        assert greeting.startswith(en("greeting"))
+        assert "generate_haiku" in greeting and "rag_search" in greeting
+        await type_line(pilot, app, "a haiku about autumn")
+        expected = "Haiku: " + SERVICES.haiku("autumn")["haiku_text"].replace("\n", " | ")
+        await until(pilot, lambda: expected in said(app, "result"), "the haiku")
+        await until(pilot, ready(app), "the input, back after the request")
+        lines = said(app)
+        assert lines[lines.index("› a haiku about autumn") + 1] == en("classifying")
+        assert 'Chose tool generate_haiku with parameters theme="autumn"' in lines
+        assert any(line.startswith("#syllables per line: ") for line in said(app, "result"))
+    # The same core as `kosmos chat`: the classification prompt listed the tools.
+    assert "generate_haiku" in llm.requests[0].system
+
+
+async def test_a_chosen_skill_runs_in_the_chat_with_approval(
+    llm: ScriptedLLM, services: Any, home: Path
+) -> None:
+    write_skill(home / "skills")
+    llm.script(relevant(), select("probe", unit="cron"))
+    llm.script("[CMD] echo unit-$((6*7))", "[DONE] cron is healthy")
+    app = chat_app(llm, services, home)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_line(pilot, app, "is cron ok?")
+
+        def awaiting() -> bool:
+            views = list(chat_screen(app).chat_log.query(RunView))
+            step = views[0].cmd_steps.get(1) if views else None
+            return isinstance(step, CmdStep) and step.awaiting and isinstance(app.focused, Button)
+
+        await until(pilot, awaiting, "the command awaiting approval in the chat")
+        view = chat_screen(app).chat_log.query_one(RunView)
+        assert chat_screen(app).input.disabled  # the chat waits for the run
+        assert len(llm.requests) == 3  # classify, select, the skill's first step: nothing ran
+        await pilot.press("enter")
+        done = en("skill_done", skill="probe", message="cron is healthy")
+        await until(pilot, lambda: done in said(app, "result"), "the run's summary in the chat")
+        await until(pilot, ready(app), "the input, back after the run")
+        assert view.result is not None and view.result.status == "done"
+        assert "unit-42" in "\n".join(view.cmd_steps[1].query_one("#output").lines)
+        transcript = view.controller.transcript_path
+        # The summary comes after the run view in the conversation.
+        children = list(chat_screen(app).chat_log.children)
+        summary = next(w for w in children if getattr(w, "text", None) == done)
+        assert children.index(view) < children.index(summary)
+    assert "unit-42" in llm.requests[3].last_user_text
+    events = read_transcript(transcript)
+    decisions = [e for e in events if e.type == "command_decision"]
+    assert [d.decision for d in decisions] == ["run"]
+    assert events[-1].type == "result" and events[-1].status == "done"
+
+
+async def test_an_llm_error_shows_the_seed_text_and_the_reason(
+    llm: ScriptedLLM, services: Any, home: Path
+) -> None:
+    llm.script(Status(500, {"error": {"message": "model crashed"}}))
+    llm.script(relevant(False))
+    app = chat_app(llm, services, home, skills=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_line(pilot, app, "what is kosmos")
+        await until(pilot, lambda: en("llm_error") in said(app, "error"), "the seed's error text")
+        await until(pilot, lambda: said(app, "reason"), "the reason")
+        assert "model crashed" in said(app, "reason")[-1]
+        await until(pilot, ready(app), "the input, after the chat ended")
+        screen = chat_screen(app)
+        assert screen.agent is None and screen.ended == 5
+        assert any(line.startswith(en("chat_ended")) for line in said(app, "note"))
+        log = screen.log_path
+        assert log is not None and "classify_intent // LLM Error: " in log.read_text()
+        # Typing again starts a new conversation: a greeting, then the request.
+        await type_line(pilot, app, "hi")
+        await until(pilot, lambda: en("irrelevant") in said(app, "result"), "the second answer")
+        greetings = [i for i, x in enumerate(said(app)) if x.startswith(en("greeting"))]
+        assert len(greetings) == 2 and said(app)[greetings[1] + 1] == "› hi"
+        assert screen.log_path != log
+
+
+async def test_the_chat_key_keeps_the_conversation_and_exit_goes_back(
+    llm: ScriptedLLM, services: Any, home: Path
+) -> None:
+    llm.script(relevant(False))
+    app = chat_app(llm, services, home, chat=False, skills=False)
+    async with app.run_test(size=SIZE) as pilot:
+        assert isinstance(app.screen, MainScreen)
+        assert any(
+            b.binding.action == "chat" and b.binding.show for b in app.active_bindings.values()
+        )
+        await pilot.press("ctrl+t")
+        await type_line(pilot, app, "tell me a joke")
+        await until(pilot, lambda: en("irrelevant") in said(app), "the answer")
+        await until(pilot, ready(app), "the input")
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("ctrl+t")
+        await until(pilot, ready(app), "the chat again")
+        assert "› tell me a joke" in said(app)
+        assert len([x for x in said(app, "help") if x.startswith(en("greeting"))]) == 1
+        await type_line(pilot, app, "/quit")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+        assert en("goodbye") in said(app, "result")
+        log = chat_screen(app).log_path
+        assert log is not None and "AgentEnd" in log.read_text()
