@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncssh
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Button
+from textual.widgets import Button, OptionList
 
 from kosmos.chat.catalog import TEXTS
 from kosmos.config import Settings
@@ -23,6 +24,7 @@ from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import example_chat, load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM, Status
+from tests.sshserver import InProcessSSHServer, write_client_home
 
 SERVICES = load_services_module()
 SIZE = (120, 45)
@@ -236,3 +238,51 @@ async def test_the_chat_key_keeps_the_conversation_and_exit_goes_back(
         assert en("goodbye") in said(app, "result")
         log = chat_screen(app).log_path
         assert log is not None and "AgentEnd" in log.read_text()
+
+
+async def test_the_hosts_own_skills_become_tools_and_run_there(
+    llm: ScriptedLLM,
+    services: Any,
+    home: Path,
+    ssh_home: Path,
+    ssh_server: InProcessSSHServer,
+    ssh_keys: tuple[asyncssh.SSHKey, asyncssh.SSHKey],
+) -> None:
+    """seed 001 remote skills: the skills stored on the sidebar's host are offered, and run
+    over SSH; choosing another host on the main screen switches the chat to its skills."""
+    write_client_home(ssh_home, ssh_server, ssh_keys[1])
+    write_skill(
+        ssh_server.state.home / ".config/kosmos-panel/skills", PROBE.replace("probe", "svc")
+    )
+    llm.script(relevant(), select("svc", unit="cron"))
+    llm.script("[CMD] echo on-$HOME", "[DONE] cron is fine there")
+    app = chat_app(llm, services, home, hosts=["local", "inproc"], skills=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, ready(app), "the chat on local")
+        assert "svc" not in said(app, "help")[0]
+        await pilot.press("escape")
+        hosts = app.main.query_one("#hosts", OptionList)
+        hosts.focus()
+        hosts.highlighted = 1
+        await pilot.press("enter")
+        await until(pilot, lambda: app.main.sidebar.selected_host == "inproc", "inproc chosen")
+        await pilot.press("ctrl+t")
+        offered = en("host_skills", host="inproc", names="svc")
+        await until(pilot, lambda: offered in said(app, "help"), "the host's skills offered")
+        assert en("host_changed", host="inproc") in said(app, "note")
+        await type_line(pilot, app, "is cron ok there?")
+
+        def awaiting() -> bool:
+            view = chat_screen(app).chat_log.query(RunView)
+            step = view.first(RunView).cmd_steps.get(1) if view else None
+            return isinstance(step, CmdStep) and step.awaiting and isinstance(app.focused, Button)
+
+        await until(pilot, awaiting, "the command awaiting approval")
+        await pilot.press("enter")
+        done = en("skill_done", skill="svc", message="cron is fine there")
+        await until(pilot, lambda: done in said(app, "result"), "the summary")
+        view = chat_screen(app).chat_log.query_one(RunView)
+        assert view.run_title == "svc @ inproc"
+    assert "- svc: Check whether a systemd unit is healthy" in llm.requests[0].system
+    assert f"on-{ssh_server.state.home}" in llm.requests[3].last_user_text
+    assert any("kosmos-panel/skills" in c for c in ssh_server.state.commands)
