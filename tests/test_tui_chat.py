@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -155,18 +156,33 @@ async def test_a_chosen_skill_runs_in_the_chat_with_approval(
     llm: ScriptedLLM, services: Any, home: Path
 ) -> None:
     write_skill(home / "skills")
-    llm.script(relevant(), select("probe", unit="cron"))
-    llm.script("[CMD] echo unit-$((6*7))", "[DONE] cron is healthy")
+    gate = threading.Event()  # holds the skill's first reply until the operator has left
+
+    def first_step(_: object) -> str:
+        gate.wait(20)
+        return "[CMD] echo unit-$((6*7))"
+
+    llm.script(relevant(), select("probe", unit="cron"), first_step, "[DONE] cron is healthy")
     app = chat_app(llm, services, home)
     async with app.run_test(size=SIZE) as pilot:
         await type_line(pilot, app, "is cron ok?")
+        # The operator leaves for the main screen: they hear when the run waits for them.
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        gate.set()
+
+        def told() -> bool:
+            return any("waits for you" in n.message for n in app._notifications)
+
+        await until(pilot, told, "a notice that the chat's run waits")
 
         def awaiting() -> bool:
             views = list(chat_screen(app).chat_log.query(RunView))
             step = views[0].cmd_steps.get(1) if views else None
             return isinstance(step, CmdStep) and step.awaiting and isinstance(app.focused, Button)
 
-        await until(pilot, awaiting, "the command awaiting approval in the chat")
+        await pilot.press("ctrl+t")
+        await until(pilot, awaiting, "the command awaiting approval in the chat, focused")
         view = chat_screen(app).chat_log.query_one(RunView)
         assert chat_screen(app).input.disabled  # the chat waits for the run
         assert len(llm.requests) == 3  # classify, select, the skill's first step: nothing ran
@@ -231,6 +247,10 @@ async def test_the_chat_key_keeps_the_conversation_and_exit_goes_back(
         assert isinstance(app.screen, MainScreen)
         await pilot.press("ctrl+t")
         await until(pilot, ready(app), "the chat again")
+        await pilot.press("ctrl+t")  # the same key goes back
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("ctrl+t")
+        await until(pilot, ready(app), "the chat once more")
         assert "› tell me a joke" in said(app)
         assert len([x for x in said(app, "help") if x.startswith(en("greeting"))]) == 1
         await type_line(pilot, app, "/quit")

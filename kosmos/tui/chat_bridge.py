@@ -43,6 +43,11 @@ class TuiSkillRunner:
     def command_running(self) -> bool:
         return self.current is not None and self.current.command_running
 
+    @property
+    def waiting(self) -> bool:
+        """The run waits for the operator (an approval, an answer, a retry)."""
+        return self.current is not None and self.current.operator.waiting
+
     def stop_command(self) -> bool:
         return self.current is not None and self.current.stop_command()
 

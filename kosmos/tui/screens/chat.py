@@ -41,6 +41,8 @@ class ChatScreen(Screen[None]):
 
     BINDINGS = [
         Binding("escape", "back", "Back to runs"),
+        # The app's ctrl+t opens the chat; here it goes back, so the key toggles.
+        Binding("ctrl+t", "back", "Back to runs", show=False),
         Binding("ctrl+c", "stop_command", "Stop command", priority=True),
     ]
 
@@ -81,7 +83,11 @@ class ChatScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         """Shown (first time, or back from the main screen): start or follow the host."""
-        self.input.focus()
+        if self.skills is not None and self.skills.waiting:
+            view = self.skills.views[-1]
+            view.call_after_refresh(view.focus_pending)  # the run waits on one of its steps
+        else:
+            self.input.focus()
         if self.busy:
             return
         if self.agent is None and self.ended in (None, EXIT_DONE):
@@ -95,6 +101,9 @@ class ChatScreen(Screen[None]):
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy
+        if busy and self.input.has_focus:
+            # A disabled input keeps the focus and swallows keys: the log takes it (and scrolls).
+            self.chat_log.focus()
         self.input.disabled = busy
         if not busy and self.is_current:
             self.input.focus()
@@ -187,6 +196,9 @@ class ChatScreen(Screen[None]):
                 await self._use_host(self._selected_host())
                 assert self.agent is not None
                 self.agent.begin()
+            elif self.host != self._selected_host():
+                await self._use_host(self._selected_host())
+                self._say(self.agent.t("host_changed", host=self.host), "note")
             self._say(f"› {line}", "operator")
             code = await self.agent.handle(line)
             if code is not None:
@@ -230,6 +242,9 @@ class ChatScreen(Screen[None]):
         message.stop()
         self.chat_log.follow()
         self.refresh_bindings()
+        waiting = self.skills is not None and self.skills.waiting
+        if isinstance(message, RunStateChanged) and waiting and not self.is_current:
+            self.app.notify("a skill the chat started waits for you (ctrl+t shows the chat)")
 
     @on(Worker.StateChanged)
     def _worker_state(self, event: Worker.StateChanged) -> None:
