@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from kosmos.tui.app import KosmosApp
 
 CHAT_SCREEN = "chat"
+IDLE = "say what you need; /help lists the tools"
+BUSY = "working on it… (escape: back to runs; the chat goes on)"
 
 
 class ChatScreen(Screen[None]):
@@ -63,7 +65,7 @@ class ChatScreen(Screen[None]):
         yield ChatLog(id="chat-log")
         with Horizontal(id="chat-bar"):
             yield Label("", id="chat-host")
-            yield Input(placeholder="say what you need; /help lists the tools", id="chat-input")
+            yield Input(placeholder=IDLE, id="chat-input")
         yield Footer()
 
     @property
@@ -100,12 +102,11 @@ class ChatScreen(Screen[None]):
         self.run_worker(job, group="chat", exit_on_error=False)  # type: ignore[arg-type]
 
     def _set_busy(self, busy: bool) -> None:
+        # The input keeps the focus while the agent works (lines typed then are refused): moving
+        # the focus or disabling the input restyles the whole conversation, turn after turn.
         self.busy = busy
-        if busy and self.input.has_focus:
-            # A disabled input keeps the focus and swallows keys: the log takes it (and scrolls).
-            self.chat_log.focus()
-        self.input.disabled = busy
-        if not busy and self.is_current:
+        self.input.placeholder = BUSY if busy else IDLE
+        if not busy and self.is_current and not self.input.has_focus:
             self.input.focus()
         self.refresh_bindings()
 
@@ -229,7 +230,10 @@ class ChatScreen(Screen[None]):
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         line = event.value
-        if self.busy or not line.strip():
+        if not line.strip():
+            return
+        if self.busy:
+            self.app.bell()  # the line stays in the input until the last request is done
             return
         self.input.value = ""
         self._work(self._handle(line))

@@ -30,13 +30,17 @@ class ChatShow(Message):
 
 
 class ChatLine(Static):
-    """One text of the conversation, styled by its kind."""
+    """Consecutive texts of one kind, one per line: fewer widgets keep a long chat quick."""
 
     def __init__(self, text: str, kind: str) -> None:
         kind = kind if kind in KINDS else "progress"
         super().__init__(text, markup=False, classes=f"chat-line chat-{kind}")
-        self.text = text
+        self.texts = [text]
         self.kind = kind
+
+    def add(self, text: str) -> None:
+        self.texts.append(text)
+        self.update("\n".join(self.texts))
 
 
 class ChatLog(VerticalScroll):
@@ -46,17 +50,34 @@ class ChatLog(VerticalScroll):
     the order in which the agent produced them.
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._follow_pending = False
+
     def _append(self, widget: Widget) -> None:
         self.mount(widget)
         self.follow()
 
     def follow(self) -> None:
-        """Something was added or grew (a run view's step): show the newest part."""
-        self.call_after_refresh(self.scroll_end, animate=False)
+        """Something was added or grew (a run view's step): show the newest part, once per
+        refresh however many lines arrived."""
+        if not self._follow_pending:
+            self._follow_pending = True
+            self.call_after_refresh(self._scroll_to_end)
+
+    def _scroll_to_end(self) -> None:
+        self._follow_pending = False
+        self.scroll_end(animate=False)
 
     @on(ChatSaid)
     def _said(self, message: ChatSaid) -> None:
         message.stop()
+        last = self.children[-1] if self.children else None
+        # Operator lines stay apart, each its own request; other kinds join their neighbours.
+        if isinstance(last, ChatLine) and last.kind == message.kind != "operator":
+            last.add(message.text)
+            self.follow()
+            return
         self._append(ChatLine(message.text, message.kind))
 
     @on(ChatShow)
@@ -66,4 +87,4 @@ class ChatLog(VerticalScroll):
 
     def lines(self, kind: str | None = None) -> list[str]:
         """The texts shown so far (of one kind), for the screen and its tests."""
-        return [w.text for w in self.query(ChatLine) if kind is None or w.kind == kind]
+        return [t for w in self.query(ChatLine) if kind is None or w.kind == kind for t in w.texts]
