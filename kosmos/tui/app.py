@@ -44,7 +44,7 @@ class TuiConfig:
 class KosmosApp(App[int]):
     """The operator's cockpit: choose a host and a skill, run it, approve its steps."""
 
-    CSS_PATH = "kosmos.tcss"
+    CSS_PATH = Path(__file__).parent / "kosmos.tcss"
     TITLE = "kosmos"
     BINDINGS = [Binding("ctrl+t", "chat", "Chat")]
 

@@ -53,5 +53,9 @@ class TuiOperator:
         kind = "host" if isinstance(error, HostError) else "LLM"
         return bool(await self._ask(RetryNeeded(str(error), kind)))
 
+    async def retry_connect(self, error: KosmosError) -> bool:
+        """Connecting to the run's host failed: True tries again."""
+        return bool(await self._ask(RetryNeeded(str(error), "connection")))
+
     async def ask_secret(self, prompt: str) -> str | None:
         return await self.prompter.ask_secret(prompt)

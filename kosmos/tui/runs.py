@@ -78,7 +78,7 @@ class RunController:
             try:
                 return await self.pool.get(self.spec.host)
             except KosmosError as e:
-                if not await self.operator.retry(e):
+                if not await self.operator.retry_connect(e):
                     self._end(e.status, str(e), e.exit_code)
                     return None
 

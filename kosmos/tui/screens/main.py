@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from kosmos.errors import KosmosError, SkillNotFound
@@ -59,7 +59,6 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         config = self.app.config
-        yield Header(show_clock=False, icon="◆")
         with Horizontal(id="body"):
             yield Sidebar(config.hosts, config.host)
             with TabbedContent(id="tabs"), TabPane("Skill", id=SKILL_TAB):
@@ -69,7 +68,7 @@ class MainScreen(Screen[None]):
 
     @property
     def sidebar(self) -> Sidebar:
-        return self.query_one(Sidebar)
+        return self.query_one("#sidebar", Sidebar)
 
     @property
     def tabs(self) -> TabbedContent:
@@ -77,8 +76,6 @@ class MainScreen(Screen[None]):
 
     async def on_mount(self) -> None:
         config = self.app.config
-        self.title = "kosmos"
-        self.sub_title = config.host
         library = config.library
         self.sidebar.set_skills(library.list(), [])
         for problem in library.errors:
@@ -154,7 +151,6 @@ class MainScreen(Screen[None]):
 
     @on(HostChosen)
     def _host_chosen(self, message: HostChosen) -> None:
-        self.sub_title = message.target
         self.query_one(SkillPanel).set_host(message.target)
         self._load_remote(message.target)
 
@@ -173,7 +169,7 @@ class MainScreen(Screen[None]):
 
     # -- runs ---------------------------------------------------------------------------
 
-    def action_start(self) -> None:
+    async def action_start(self) -> None:
         panel = self.query_one(SkillPanel)
         form = panel.form
         if panel.skill is None or form is None:
@@ -186,9 +182,9 @@ class MainScreen(Screen[None]):
         transcript = self.app.config.transcript
         self.app.config.transcript = None  # --transcript is the first run's
         spec = RunSpec(panel.skill, params, self.sidebar.selected_host, transcript=transcript)
-        self.start_run(spec)
+        await self.start_run(spec)
 
-    def start_run(self, spec: RunSpec) -> RunController:
+    async def start_run(self, spec: RunSpec) -> RunController:
         """Open a tab for a run and start it in a worker; it goes on when another tab is shown."""
         self._count += 1
         n = self._count
@@ -204,10 +200,13 @@ class MainScreen(Screen[None]):
             operator=operator,
         )
         view.controller = controller
+        view.operator = operator
         self.runs[view.id or ""] = controller
         pane = TabPane(self._tab_label(n, spec, "…"), view, id=f"tab-{n}")
-        self.tabs.add_pane(pane)
+        await self.tabs.add_pane(pane)
         self.tabs.active = pane.id or ""
+        # Focus leaves the Skill tab, else the tabs would switch back to where the focus is.
+        view.focus()
         self.run_worker(controller.run(), group="runs", name=view.id or "", exit_on_error=False)
         return controller
 

@@ -42,6 +42,10 @@ class CmdStep(Vertical):
         Binding("escape", "cancel_edit", "Back", show=False),
     ]
 
+    # The step itself takes the focus while it awaits approval, so that its keys (enter, s, e)
+    # are the ones the footer shows; the buttons are there for the mouse and for tab.
+    can_focus = True
+
     def __init__(self, step: int, command: str) -> None:
         super().__init__(classes="step cmd-step")
         self.step = step
@@ -51,6 +55,7 @@ class CmdStep(Vertical):
         self.state = "proposed"
         self._started = 0.0
         self._timer: Timer | None = None
+        self._partial = ""
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="step-head"):
@@ -62,7 +67,12 @@ class CmdStep(Vertical):
             yield Button("Run", variant="success", id="run", compact=True)
             yield Button("Skip", id="skip", compact=True)
             yield Button("Edit", id="edit", compact=True)
-        yield Input(classes="edit-input", id="edit-input", placeholder="edit the command")
+        yield Input(
+            classes="edit-input",
+            id="edit-input",
+            placeholder="edit the command; enter runs it, escape goes back",
+            select_on_focus=False,
+        )
         yield Input(classes="confirm-input", id="confirm-input")
         yield Static("", classes="step-error", id="error")
         yield Log(max_lines=LOG_LINES, classes="output", id="output")
@@ -96,7 +106,7 @@ class CmdStep(Vertical):
                 widget.focus()
                 return
         if self.awaiting:
-            self.query_one("#run", Button).focus()
+            self.focus()
 
     def decided(self, decision: str, command: str) -> None:
         self.awaiting = False
@@ -122,8 +132,13 @@ class CmdStep(Vertical):
         self.query_one("#state", Label).update(f"running {elapsed:.1f} s")
 
     def write(self, text: str) -> None:
-        if text:
-            self.query_one("#output", Log).write(text)
+        """Append output; whole lines go to the log in one call (one refresh for the batch)."""
+        if not text:
+            return
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        if lines:
+            self.query_one("#output", Log).write_lines(lines[-LOG_LINES:])
 
     def finished(self, event: CommandFinished) -> None:
         if self._timer is not None:
@@ -140,6 +155,9 @@ class CmdStep(Vertical):
             css = "ok" if event.exit_code == 0 else "failed"
         self._set_state(f"{state} · {_size(event.bytes)}", css)
         log = self.query_one("#output", Log)
+        if self._partial:
+            log.write_line(self._partial)
+            self._partial = ""
         if event.bytes == 0:
             log.set_class(False, "shown")
 
@@ -183,6 +201,7 @@ class CmdStep(Vertical):
     def action_edit(self) -> None:
         edit = self.query_one("#edit-input", Input)
         edit.value = self.command
+        edit.cursor_position = len(edit.value)
         edit.set_class(True, "shown")
         edit.focus()
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual import on
 from textual.containers import VerticalScroll
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
 from kosmos.events import (
@@ -35,11 +36,17 @@ from kosmos.tui.messages import (
     RetryNeeded,
     RunStateChanged,
 )
+from kosmos.tui.paths import shown_path
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.steps import AskStep, DoneCard, ErrorCard, MessageStep, Note, Thinking
 
 if TYPE_CHECKING:
+    from kosmos.tui.operator import TuiOperator
     from kosmos.tui.runs import RunController
+
+
+# Streamed output reaches the screen at most this often (seconds).
+FLUSH_INTERVAL = 0.1
 
 
 class RunView(VerticalScroll):
@@ -49,6 +56,7 @@ class RunView(VerticalScroll):
         super().__init__(id=id, classes="run-view")
         self.run_title = title
         self.controller: RunController | None = None
+        self.operator: TuiOperator | None = None
         self.cmd_steps: dict[int, CmdStep] = {}
         self.asks: dict[int, AskStep] = {}
         self.thinking: Thinking | None = None
@@ -57,17 +65,22 @@ class RunView(VerticalScroll):
         self.done_text: str | None = None
         self.pending: Widget | None = None
         self.result: RunFinished | None = None
+        self._last_flush = 0.0
+        self._flush_scheduled = False
 
     def compose(self):  # noqa: ANN201 - ComposeResult
         yield Static(self.run_title, classes="run-title", id="run-title")
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _add(self, widget: Widget) -> None:
+    def _add(self, widget: Widget) -> AwaitMount | None:
+        if not self.is_attached or self._closing:
+            return None  # the app is closing: the transcript still gets every event
         at_end = self.is_vertical_scroll_end or self.max_scroll_y == 0
-        self.mount(widget)
-        if at_end or self.pending is widget:
+        mounted = self.mount(widget)
+        if at_end:
             self.call_after_refresh(self.scroll_end, animate=False)
+        return mounted
 
     def _stop_thinking(self) -> None:
         if self.thinking is not None:
@@ -92,12 +105,15 @@ class RunView(VerticalScroll):
     def waiting(self) -> bool:
         return self.pending is not None
 
-    def _cmd_step(self, step: int, command: str) -> CmdStep:
+    async def _cmd_step(self, step: int, command: str) -> CmdStep:
+        """The step's widget, mounted (created if the directive did not come first)."""
         widget = self.cmd_steps.get(step)
         if widget is None:
             widget = CmdStep(step, command)
             self.cmd_steps[step] = widget
-            self._add(widget)
+            mounted = self._add(widget)
+            if mounted is not None:
+                await mounted
         return widget
 
     # -- what the operator asked for --------------------------------------------------------
@@ -105,45 +121,63 @@ class RunView(VerticalScroll):
     @on(Decided)
     def _decided(self, message: Decided) -> None:
         message.stop()
-        if self.controller is not None and self.controller.operator.resolve(message.value):
+        if self.operator is not None and self.operator.resolve(message.value):
             self.pending = None
             self.post_message(RunStateChanged(self.id or ""))
 
     @on(ApprovalNeeded)
-    def _approval(self, message: ApprovalNeeded) -> None:
-        widget = self._cmd_step(message.proposal.step, message.proposal.command)
+    async def _approval(self, message: ApprovalNeeded) -> None:
+        widget = await self._cmd_step(message.proposal.step, message.proposal.command)
         widget.request(message.proposal)
         self._wait_for(widget)
 
     @on(QuestionNeeded)
-    def _question(self, message: QuestionNeeded) -> None:
+    async def _question(self, message: QuestionNeeded) -> None:
         widget = AskStep(message.question)
         self.asks[message.question.step] = widget
-        self._add(widget)
+        mounted = self._add(widget)
+        if mounted is not None:
+            await mounted
         self._wait_for(widget)
 
     @on(RetryNeeded)
-    def _retry(self, message: RetryNeeded) -> None:
+    async def _retry(self, message: RetryNeeded) -> None:
         self._stop_thinking()
         widget = ErrorCard(message.reason, message.kind)
-        self._add(widget)
+        mounted = self._add(widget)
+        if mounted is not None:
+            await mounted
         self._wait_for(widget)
 
     # -- what the engine did ----------------------------------------------------------------
 
     @on(OutputReady)
     def _output(self, message: OutputReady) -> None:
-        widget = self.cmd_steps.get(message.step)
+        message.stop()
+        # At most one write per FLUSH_INTERVAL: between two, chunks gather in the OutputTail
+        # (cheap appends), so a fast producer is read at full speed while keys stay responsive.
+        wait = self._last_flush + FLUSH_INTERVAL - time.monotonic()
+        if wait > 0:
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                self.set_timer(wait, lambda: self._flush(message.step))
+            return
+        self._flush(message.step)
+
+    def _flush(self, step: int) -> None:
+        self._flush_scheduled = False
+        self._last_flush = time.monotonic()
+        widget = self.cmd_steps.get(step)
         if widget is not None and self.controller is not None:
             widget.write(self.controller.output.take())
 
     @on(EngineEvent)
-    def _event(self, message: EngineEvent) -> None:  # noqa: C901 - one branch per event type
+    async def _event(self, message: EngineEvent) -> None:  # noqa: C901 - one branch per event type
         event = message.event
         if isinstance(event, RunStarted):
             if event.transcript:
                 title = self.query_one("#run-title", Static)
-                title.update(f"{self.run_title} · transcript {event.transcript}")
+                title.update(f"{self.run_title} · transcript {shown_path(event.transcript)}")
         elif isinstance(event, KnowledgeLoaded):
             self.knowledge = event
             self._add(Note(f"System Context loaded from {event.path} (ctrl+o shows it)"))
@@ -160,13 +194,15 @@ class RunView(VerticalScroll):
         elif isinstance(event, LLMReply):
             self._stop_thinking()
         elif isinstance(event, Directive):
-            self._directive(event)
+            await self._directive(event)
         elif isinstance(event, CommandDecision):
-            self._cmd_step(event.step, event.proposed).decided(event.decision, event.command)
+            widget = await self._cmd_step(event.step, event.proposed)
+            widget.decided(event.decision, event.command)
         elif isinstance(event, CommandStarted):
-            self._cmd_step(event.step, event.command).started()
+            widget = await self._cmd_step(event.step, event.command)
+            widget.started()
         elif isinstance(event, CommandFinished):
-            widget = self._cmd_step(event.step, event.command)
+            widget = await self._cmd_step(event.step, event.command)
             if self.controller is not None:
                 widget.write(self.controller.output.take())
             widget.finished(event)
@@ -185,11 +221,11 @@ class RunView(VerticalScroll):
         elif isinstance(event, RunFinished):
             self._finished(event)
 
-    def _directive(self, event: Directive) -> None:
+    async def _directive(self, event: Directive) -> None:
         if event.said:
             self._add(Note(event.said))
         if event.kind == "cmd":
-            self._cmd_step(event.step, event.text)
+            await self._cmd_step(event.step, event.text)
         elif event.kind == "message":
             self._add(MessageStep(event.step, event.text))
         elif event.kind == "done":

@@ -35,6 +35,7 @@ class Sidebar(Vertical):
         self._shown_skills: list[Skill] = []
 
     def compose(self) -> ComposeResult:
+        yield Label("◆ kosmos", id="brand")
         yield Input(placeholder="filter hosts and skills", id="filter")
         yield Label("Hosts", classes="section")
         yield OptionList(id="hosts")
@@ -104,6 +105,8 @@ class Sidebar(Vertical):
         skills.set_options(options)
         if self.selected_skill in shown:
             skills.highlighted = shown.index(self.selected_skill)
+        elif shown:
+            skills.highlighted = 0
         self.query_one("#remote-note", Label).update(self.remote_note)
 
     # -- choosing -----------------------------------------------------------------------

@@ -9,6 +9,7 @@ from textual.widgets import Input, Label, Markdown, Select, Static
 from kosmos.errors import ParamError
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import resolve_params, validate_value
+from kosmos.tui.paths import shown_path
 
 
 def _field_id(param: Param) -> str:
@@ -127,7 +128,9 @@ class SkillPanel(VerticalScroll):
             )
             return
         yield Label(skill.name, classes="skill-name")
-        yield Static(f"{skill.source} · {skill.path}", classes="hint", id="skill-source")
+        yield Static(
+            f"{skill.source} · {shown_path(skill.path)}", classes="hint", id="skill-source"
+        )
         if skill.description:
             yield Markdown(skill.description, id="skill-description")
         yield Label("Parameters", classes="section")

@@ -13,6 +13,7 @@ from textual.widgets import Button, Input, Label, Markdown, Static
 from kosmos.engine.operator import Question
 from kosmos.events import RunFinished
 from kosmos.tui.messages import Decided
+from kosmos.tui.paths import shown_path
 
 STATUS_TITLES = {
     "done": "Done",
@@ -113,7 +114,9 @@ class DoneCard(Vertical):
 
     def compose(self) -> ComposeResult:
         r = self.result
-        yield Label(f"[DONE] {STATUS_TITLES.get(r.status, r.status)}", classes="tag", markup=False)
+        title = STATUS_TITLES.get(r.status, r.status)
+        tag = f"[DONE] {title}" if r.status == "done" else title
+        yield Label(tag, classes="tag", markup=False)
         if r.status == "done":
             yield Markdown(self.text, id="result")
         else:
@@ -124,7 +127,9 @@ class DoneCard(Vertical):
         )
         yield Static(stats, classes="stats")
         if r.transcript:
-            yield Static(f"transcript: {r.transcript}", classes="stats", id="transcript")
+            yield Static(
+                f"transcript: {shown_path(r.transcript)}", classes="stats", id="transcript"
+            )
 
 
 class Thinking(Static):
