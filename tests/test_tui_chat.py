@@ -11,7 +11,8 @@ from typing import Any
 import asyncssh
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Button, OptionList
+from textual.widget import Widget
+from textual.widgets import OptionList
 
 from kosmos.chat.catalog import TEXTS
 from kosmos.config import Settings
@@ -109,6 +110,12 @@ def chat_screen(app: KosmosApp) -> ChatScreen:
     return screen
 
 
+def focused_in(app: KosmosApp, widget: Widget) -> bool:
+    """The focus is on `widget` or inside it (what the operator acts on now)."""
+    focused = app.focused
+    return focused is not None and widget in focused.ancestors_with_self
+
+
 def said(app: KosmosApp, kind: str | None = None) -> list[str]:
     return chat_screen(app).chat_log.lines(kind)
 
@@ -179,7 +186,7 @@ async def test_a_chosen_skill_runs_in_the_chat_with_approval(
         def awaiting() -> bool:
             views = list(chat_screen(app).chat_log.query(RunView))
             step = views[0].cmd_steps.get(1) if views else None
-            return isinstance(step, CmdStep) and step.awaiting and isinstance(app.focused, Button)
+            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
 
         await pilot.press("ctrl+t")
         await until(pilot, awaiting, "the command awaiting approval in the chat, focused")
@@ -295,7 +302,7 @@ async def test_the_hosts_own_skills_become_tools_and_run_there(
         def awaiting() -> bool:
             view = chat_screen(app).chat_log.query(RunView)
             step = view.first(RunView).cmd_steps.get(1) if view else None
-            return isinstance(step, CmdStep) and step.awaiting and isinstance(app.focused, Button)
+            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
 
         await until(pilot, awaiting, "the command awaiting approval")
         await pilot.press("enter")

@@ -67,8 +67,7 @@ class TuiSkillRunner:
             operator=operator,
         )
         view.controller = controller
-        # Run views that resolve the operator's decisions through their own `operator`.
-        view.operator = operator  # type: ignore[attr-defined]
+        view.operator = operator
         self.views.append(view)
         self.log.post_message(ChatShow(view))
         self.current = controller

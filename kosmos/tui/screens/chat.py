@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label
+from textual.widgets import Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from kosmos.chat.agent import ChatAgent
@@ -61,7 +61,7 @@ class ChatScreen(Screen[None]):
         self.skills: TuiSkillRunner | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="◆")
+        yield Static("◆ kosmos chat", id="chat-title")
         yield ChatLog(id="chat-log")
         with Horizontal(id="chat-bar"):
             yield Label("", id="chat-host")
@@ -77,7 +77,6 @@ class ChatScreen(Screen[None]):
         return self.query_one("#chat-input", Input)
 
     def on_mount(self) -> None:
-        self.title = "kosmos chat"
         self.skills = TuiSkillRunner(self.app, self.chat_log, self._selected_host)
 
     def _selected_host(self) -> str:
