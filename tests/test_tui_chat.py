@@ -16,8 +16,8 @@ from textual.widgets import OptionList
 
 from kosmos.chat.catalog import TEXTS
 from kosmos.config import Settings
-from kosmos.frontends.run import skill_library
 from kosmos.prompts import Prompts
+from kosmos.skills.discovery import SkillLibrary
 from kosmos.transcript import read_transcript
 from kosmos.tui.app import KosmosApp, TuiConfig
 from kosmos.tui.screens.chat import ChatScreen
@@ -81,10 +81,10 @@ def chat_app(
         transcript_dir=home / "runs",
         chat=example_chat(services.base_url, skills=skills),
     )
-    roots = [home / "skills"] if (home / "skills").exists() else []
     config = TuiConfig(
         settings=settings,
-        library=skill_library(settings, roots, {}, home),
+        # Only the test's skills (no bundled ones): the greeting lists exactly these.
+        library=SkillLibrary([(home / "skills", "--skills-dir")], cwd=home),
         prompts=Prompts.load(),
         hosts=hosts or [host],
         host=host,
