@@ -15,6 +15,7 @@ from textual.widget import Widget
 from textual.widgets import OptionList
 
 from kosmos.chat.catalog import TEXTS
+from kosmos.cli import build_parser
 from kosmos.config import Settings
 from kosmos.prompts import Prompts
 from kosmos.skills.discovery import SkillLibrary
@@ -22,9 +23,10 @@ from kosmos.transcript import read_transcript
 from kosmos.tui.app import KosmosApp, TuiConfig
 from kosmos.tui.screens.chat import ChatScreen
 from kosmos.tui.screens.main import MainScreen
+from kosmos.tui.screens.modals import QuitModal
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
-from tests.chatkit import example_chat, load_services_module, relevant, select
+from tests.chatkit import closed_port, example_chat, load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM, Status
 from tests.sshserver import InProcessSSHServer, write_client_home
 
@@ -313,3 +315,53 @@ async def test_the_hosts_own_skills_become_tools_and_run_there(
     assert "- svc: Check whether a systemd unit is healthy" in llm.requests[0].system
     assert f"on-{ssh_server.state.home}" in llm.requests[3].last_user_text
     assert any("kosmos-panel/skills" in c for c in ssh_server.state.commands)
+
+
+async def test_quitting_asks_while_a_chat_skill_runs_a_command_and_ctrl_c_stops_it(
+    llm: ScriptedLLM, services: Any, home: Path
+) -> None:
+    write_skill(home / "skills")
+    llm.script(relevant(), select("probe", unit="cron"), "[CMD] sleep 30", "[DONE] stopped")
+    app = chat_app(llm, services, home)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_line(pilot, app, "is cron ok?")
+        screen = chat_screen(app)
+
+        def awaiting() -> bool:
+            views = screen.chat_log.query(RunView)
+            step = views.first(RunView).cmd_steps.get(1) if views else None
+            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
+
+        await until(pilot, awaiting, "the command awaiting approval")
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.skills.command_running, "the command running")
+        assert screen.check_action("stop_command", ()) is True
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: isinstance(app.screen, QuitModal), "the quit question")
+        await pilot.press("escape")  # stay
+        assert screen.skills.command_running
+        await pilot.press("ctrl+c")  # stop just the command: the run goes on
+        await until(pilot, lambda: not screen.skills.command_running, "the command stopped")
+        done = en("skill_done", skill="probe", message="stopped")
+        await until(pilot, lambda: done in said(app, "result"), "the run's summary")
+    assert "[stopped by the operator after " in llm.requests[3].last_user_text
+
+
+async def test_an_unreachable_host_leaves_the_local_tools(
+    llm: ScriptedLLM, services: Any, home: Path, ssh_home: Path
+) -> None:
+    (ssh_home / ".ssh").mkdir(mode=0o700, exist_ok=True)
+    port = closed_port()
+    (ssh_home / ".ssh" / "config").write_text(f"Host dead\n  HostName 127.0.0.1\n  Port {port}\n")
+    app = chat_app(llm, services, home, host="dead", hosts=["local", "dead"])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, ready(app), "the chat, greeted")
+        reason = said(app, "reason")
+        assert len(reason) == 1 and reason[0].endswith("; only the local skills are offered")
+        assert "dead" in reason[0]
+        assert said(app, "help")[0].startswith(en("greeting"))
+
+
+def test_kosmos_tui_chat_flag() -> None:
+    assert build_parser().parse_args(["tui", "--chat"]).chat is True
+    assert build_parser().parse_args(["tui"]).chat is False

@@ -18,7 +18,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
-from kosmos.tui.screens.chat import open_chat_screen
+from kosmos.tui.screens.chat import chat_running_commands, chat_stop_command, open_chat_screen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
 
@@ -75,7 +75,7 @@ class KosmosApp(App[int]):
         return screen
 
     async def action_quit(self) -> None:
-        running = self.main.running_commands()
+        running = self.main.running_commands() + chat_running_commands(self)
         if not running:
             self.exit(0)
             return
@@ -84,6 +84,7 @@ class KosmosApp(App[int]):
             if quit_now:
                 for controller in self.main.runs.values():
                     controller.stop_command()
+                chat_stop_command(self)
                 self.exit(0)
 
         self.push_screen(QuitModal(running), callback=answered)

@@ -281,3 +281,22 @@ def open_chat_screen(app: KosmosApp) -> None:
         app.install_screen(ChatScreen(), CHAT_SCREEN)
     if app.screen is not app.get_screen(CHAT_SCREEN):
         app.push_screen(CHAT_SCREEN)
+
+
+def _chat(app: KosmosApp) -> ChatScreen | None:
+    if not app.is_screen_installed(CHAT_SCREEN):
+        return None
+    screen = app.get_screen(CHAT_SCREEN)
+    return screen if isinstance(screen, ChatScreen) else None
+
+
+def chat_running_commands(app: KosmosApp) -> int:
+    """1 while a skill the chat started runs a command (quitting asks first), else 0."""
+    chat = _chat(app)
+    return int(chat is not None and chat.skills is not None and chat.skills.command_running)
+
+
+def chat_stop_command(app: KosmosApp) -> None:
+    chat = _chat(app)
+    if chat is not None and chat.skills is not None:
+        chat.skills.stop_command()
