@@ -70,13 +70,46 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a skill on a host", description="Run a skill on a host.")
     run.add_argument(
-        "skill", metavar="SKILL", help="skill name, or a path to a SKILL.md or its folder"
+        "skill",
+        metavar="SKILL",
+        nargs="?",
+        help="skill name, or a path to a SKILL.md or its folder (optional with --resume)",
     )
     run.add_argument(
         "--host",
-        default="local",
+        action="append",
+        default=[],
         metavar="TARGET",
-        help="local (default), [user@]host[:port] or an ~/.ssh/config alias",
+        help="local (default), [user@]host[:port] or an ~/.ssh/config alias; "
+        "repeat it to run on several hosts",
+    )
+    fleet = run.add_argument_group("fleets")
+    fleet.add_argument(
+        "--hosts",
+        metavar="PATTERN",
+        help="hosts whose ~/.ssh/config alias matches this glob ('web*'), "
+        "or with -i an inventory group or pattern",
+    )
+    fleet.add_argument(
+        "-i",
+        "--inventory",
+        type=Path,
+        metavar="INVENTORY",
+        help="an Ansible inventory file (INI or YAML) to take the hosts from",
+    )
+    fleet.add_argument(
+        "--forks", type=_positive_int, default=10, metavar="N", help="hosts at once (default 10)"
+    )
+    fleet.add_argument(
+        "--llm-concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="LLM requests at once across hosts (default: --forks)",
+    )
+    fleet.add_argument(
+        "--canary",
+        metavar="HOST",
+        help="run the LLM on this host first, then replay its run on the others",
     )
     run.add_argument(
         "--param",
@@ -95,7 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--non-interactive", action="store_true", help="never read the terminal (CI)")
     run.add_argument(
-        "-y", "--yes", action="store_true", help="run proposed commands without asking"
+        "-y",
+        "--yes",
+        action="store_true",
+        help="run proposed commands without asking (--policy auto; dangerous ones still ask)",
+    )
+    run.add_argument(
+        "--policy",
+        choices=["ask", "read-only", "auto"],
+        help="ask for every command (default), run read-only ones unasked, or run all unasked",
+    )
+    run.add_argument(
+        "--allow-dangerous",
+        action="store_true",
+        help="with --non-interactive: let dangerous commands run (they are refused otherwise)",
     )
     run.add_argument(
         "--json",
@@ -122,7 +168,60 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="look for skills here first (repeatable)",
     )
+    rec = run.add_argument_group("recovery")
+    rec.add_argument(
+        "--resume",
+        type=Path,
+        metavar="TRANSCRIPT",
+        help="continue a run that was stopped or killed, from its transcript",
+    )
+    rec.add_argument(
+        "--replay",
+        metavar="TRANSCRIPT",
+        help="play back a transcript's LLM replies instead of calling an LLM; 'bundled' "
+        "replays the recording shipped with the skill",
+    )
+    rec.add_argument(
+        "--replay-tolerant",
+        action="store_true",
+        help="with --replay: only warn where the output differs from the recording",
+    )
     _llm_flags(run)
+
+    tui = sub.add_parser(
+        "tui",
+        help="the interactive terminal UI",
+        description="Choose hosts and skills, run them and approve each step in a terminal UI.",
+    )
+    tui.add_argument(
+        "--host",
+        default="local",
+        metavar="TARGET",
+        help="host selected at start: local (default), [user@]host[:port] or an ssh alias",
+    )
+    tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
+    tui.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fill the selected skill's parameter (repeatable)",
+    )
+    tui.add_argument(
+        "--transcript", type=Path, metavar="PATH", help="the first run's JSONL transcript"
+    )
+    tui.add_argument(
+        "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
+    )
+    tui.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
+    _llm_flags(tui)
 
     chat = sub.add_parser(
         "chat",
@@ -159,41 +258,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="look for skills here first (repeatable)",
     )
     _llm_flags(chat)
-
-    tui = sub.add_parser(
-        "tui",
-        help="the interactive terminal UI",
-        description="Choose hosts and skills, run them and approve each step in a terminal UI.",
-    )
-    tui.add_argument(
-        "--host",
-        default="local",
-        metavar="TARGET",
-        help="host selected at start: local (default), [user@]host[:port] or an ssh alias",
-    )
-    tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
-    tui.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="fill the selected skill's parameter (repeatable)",
-    )
-    tui.add_argument(
-        "--transcript", type=Path, metavar="PATH", help="the first run's JSONL transcript"
-    )
-    tui.add_argument(
-        "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
-    )
-    tui.add_argument(
-        "--skills-dir",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="DIR",
-        help="look for skills here first (repeatable)",
-    )
-    _llm_flags(tui)
 
     skills = sub.add_parser(
         "skills", help="list or show skills", description="List or show skills."
@@ -243,12 +307,33 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
+def _run_frontend(request: Any, settings: Settings) -> Any:
+    """A single-host run, or a fleet run when several hosts are asked for."""
+    if request.fleet:
+        from kosmos.frontends.fleet import FleetFrontend
+
+        return FleetFrontend(request, settings, env=dict(os.environ), home=Path.home())
+    from kosmos.frontends.run import RunFrontend
+
+    return RunFrontend(request, settings, env=dict(os.environ), home=Path.home())
+
+
+def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Flag combinations argparse cannot express; each error exits 2 with what to do."""
+    if args.skill is None and args.resume is None:
+        parser.error("run: name a SKILL, or pass --resume TRANSCRIPT to continue a run")
+    if args.resume is not None and args.replay is not None:
+        parser.error("run: --resume and --replay cannot be combined; use one of them")
+    if args.replay_tolerant and args.replay is None:
+        parser.error("run: --replay-tolerant only applies with --replay TRANSCRIPT")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kosmos.frontends.run import RunFrontend, RunRequest
+    from kosmos.frontends.run import RunRequest
 
     request = RunRequest(
         skill=args.skill,
-        host=args.host,
+        host=args.host[0] if len(args.host) == 1 else None,
         params=args.param,
         prompt=args.prompt,
         answers=args.answer,
@@ -259,12 +344,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         command_timeout=args.command_timeout,
         transcript=args.transcript,
         skills_dirs=args.skills_dir,
+        policy=args.policy,
+        allow_dangerous=args.allow_dangerous,
+        resume=args.resume,
+        replay=args.replay,
+        replay_tolerant=args.replay_tolerant,
         protocol=args.protocol,
+        hosts=args.host,
+        hosts_pattern=args.hosts,
+        inventory=args.inventory,
+        forks=args.forks,
+        llm_concurrency=args.llm_concurrency,
+        canary=args.canary,
     )
     frontend = None
     try:
         settings = _settings(args)
-        frontend = RunFrontend(request, settings, env=dict(os.environ), home=Path.home())
+        frontend = _run_frontend(request, settings)
         return asyncio.run(frontend.run())
     except KosmosError as e:
         if frontend is None:
@@ -299,12 +395,6 @@ def _cmd_skills(args: argparse.Namespace) -> int:
     return list_skills(settings, args.skills_dir, args.host)
 
 
-def _cmd_hosts(args: argparse.Namespace) -> int:
-    from kosmos.frontends.hosts import hosts_command
-
-    return hosts_command(_settings(args), home=Path.home(), check=args.check)
-
-
 def _cmd_tui(args: argparse.Namespace) -> int:
     from kosmos.skills.params import parse_param_flags
     from kosmos.tui.app import run_tui
@@ -323,23 +413,31 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     )
 
 
+def _cmd_hosts(args: argparse.Namespace) -> int:
+    from kosmos.frontends.hosts import hosts_command
+
+    return hosts_command(_settings(args), home=Path.home(), check=args.check)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "run":
+        _check_run_flags(parser, args)
     try:
         if args.command == "run":
             return _cmd_run(args)
         if args.command == "skills":
             return _cmd_skills(args)
+        if args.command == "tui":
+            return _cmd_tui(args)
         if args.command == "chat":
             return _cmd_chat(args)
         if args.command == "hosts":
             return _cmd_hosts(args)
-        if args.command == "tui":
-            return _cmd_tui(args)
     except KosmosError as e:
         print(f"kosmos: {e}", file=sys.stderr)
         return e.exit_code

@@ -35,6 +35,11 @@ class RunStarted(Event):
     max_steps: int
     history_mode: str = "full"
     transcript: str | None = None
+    # The approval policy in force: ask, read-only or auto.
+    policy: str = "ask"
+    # A resumed run names the transcript it continues; a replay, the recording it plays.
+    resumed_from: str | None = None
+    replay_of: str | None = None
 
 
 class KnowledgeLoaded(Event):
@@ -174,12 +179,23 @@ class FormatError(Event):
     count: int
 
 
+Risk = Literal["read_only", "write", "dangerous"]
+
+
 class CommandDecision(Event):
+    """Whether a proposed command runs, and who decided: the operator, the policy or a replay.
+
+    `refused`: the policy would not let it run (the LLM is told `reason`).
+    """
+
     type: Literal["command_decision"] = "command_decision"
     step: int
-    decision: Literal["run", "skip", "edit"]
+    decision: Literal["run", "skip", "edit", "refused"]
     command: str
     proposed: str
+    by: Literal["operator", "policy", "replay"] = "operator"
+    risk: Risk | None = None
+    reason: str = ""
 
 
 class CommandStarted(Event):
@@ -238,7 +254,8 @@ class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
-    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted"]
+    # `skipped`: a fleet host that never ran because its canary did not end done.
+    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"]
     steps: int
     message: str
     exit_code: int

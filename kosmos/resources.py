@@ -20,3 +20,8 @@ def prompts_path() -> Path:
 
 def bundled_skills_dir() -> Path:
     return data_dir() / "skills"
+
+
+def bundled_recording(skill: str) -> Path:
+    """The transcript shipped for a bundled skill, replayed by `--replay bundled`."""
+    return data_dir() / "recordings" / f"{skill}.jsonl"

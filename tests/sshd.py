@@ -96,6 +96,8 @@ class Sshd:
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGTERM)
+        subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
+        subprocess.run(["userdel", self.user], capture_output=True)
 
 
 def _ensure_user(name: str, home: Path) -> None:
@@ -120,7 +122,8 @@ def start_sshd(worker: str) -> Sshd:
         raise SshdUnavailable("openssh-server, ssh-keygen or useradd is not installed")
     root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{worker}-"))
     root.chmod(0o755)
-    user = f"kosmos-t-{worker}"[:32]
+    # One user per test process: concurrent suites on one machine must not share a home.
+    user = f"kt-{os.getpid()}-{worker}"[:32]
     remote_home = root / "home"
     (remote_home / ".ssh").mkdir(parents=True)
     _ensure_user(user, remote_home)

@@ -25,6 +25,7 @@ class ServerState:
     commands: list[str] = field(default_factory=list)
     forwards: list[tuple[str, int]] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
+    processes: list[asyncio.subprocess.Process] = field(default_factory=list)
 
 
 class _Server(asyncssh.SSHServer):
@@ -66,6 +67,7 @@ async def _run_process(state: ServerState, process: asyncssh.SSHServerProcess) -
         env=env,
         start_new_session=True,
     )
+    state.processes.append(local)
     assert local.stdin is not None and local.stdout is not None and local.stderr is not None
     stdin, stdout, stderr = local.stdin, local.stdout, local.stderr
 
@@ -128,6 +130,11 @@ class InProcessSSHServer:
         self.state.connections.clear()
 
     async def stop(self) -> None:
+        # Whatever a test left running ends with the server, as with a rebooted host.
+        for proc in self.state.processes:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
         self.drop_all()
         if self._acceptor is not None:
             self._acceptor.close()

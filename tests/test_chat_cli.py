@@ -118,7 +118,7 @@ def test_a_skill_runs_on_local_with_approval_and_transcript(
     assert "probe-42" in out
     assert "Skill probe finished: cron is fine" in out
     assert out.splitlines()[-1] == "Goodbye!"
-    assert "Run? [y/N/e]" in result.stderr
+    assert "Run? [y/N/e/a]" in result.stderr
     assert "- unit: cron" in llm.requests[2].last_user_text
     transcripts = list((Path(cli_env["HOME"]) / ".local/state/kosmos/runs").rglob("*.jsonl"))
     assert len(transcripts) == 1

@@ -234,7 +234,7 @@ def test_line_mode_run_skip_edit(llm: ScriptedLLM, cli_env: dict, project: Path)
         stdin="y\nn\ne\necho edited\n",
     )
     assert proc.returncode == 0, proc.stderr
-    assert "Run? [y/N/e]" in proc.stderr
+    assert "Run? [y/N/e/a]" in proc.stderr
     assert llm.requests[1].last_user_text.startswith("Command output:\none\n")
     assert llm.requests[2].last_user_text.startswith("User skipped the command.")
     assert llm.requests[3].messages[-2]["content"] == "[CMD] echo edited"
@@ -289,7 +289,7 @@ def test_killed_run_leaves_an_intact_transcript(
         project,
     )
     _wait_for(transcript, '"command_started", "ts"')
-    _wait_for(transcript, "sleep 30")
+    _wait_for(transcript, '"command": "sleep 30"}')  # its command_started line
     proc.kill()
     proc.communicate(timeout=10)
     events = read_transcript(transcript)
@@ -402,6 +402,19 @@ def test_plain_pip_install_runs_a_bundled_skill(
     assert json_lines(proc.stdout)[-1]["message"] == "Linux box"
     assert "--- Active Skill: system-overview ---" in llm.requests[0].system
     assert os.path.basename(json_lines(proc.stdout)[0]["skill_path"]) == "SKILL.md"
+    # The README's first command: the bundled recording ships in the wheel; no LLM needed.
+    offline = {**env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = subprocess.run(
+        [str(venv / "bin/kosmos"), "run", "system-overview", "--replay", "bundled"],
+        env=offline,
+        cwd=where,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kosmos/data/recordings/system-overview.jsonl (no LLM)" in proc.stdout
 
 
 def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(

@@ -238,3 +238,19 @@ def test_redaction_is_idempotent() -> None:
 
 def test_empty_text() -> None:
     assert Redactor()("") == ""
+
+
+def test_long_texts_are_redacted_line_by_line_with_the_same_result() -> None:
+    lines = [
+        "GET /health 200",
+        "Authorization: Bearer abcdef0123456789xyz",
+        "aws key AKIAABCDEFGHIJKLMNOP in use",
+        "dsn=postgres://app:s3cretpw@db:5432/app",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "plain line with nothing",
+    ]
+    text = "\n".join(lines * 200)
+    assert len(text) > 4096
+    r = Redactor()
+    assert r(text) == "\n".join(r(line) for line in lines * 200)
+    assert "s3cretpw" not in r(text) and "AKIAABCDEFGHIJKLMNOP" not in r(text)

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Input, OptionList, Select
 
 from kosmos.engine.operator import Approval, CommandProposal
-from kosmos.tui.hostlist import host_choices, ssh_aliases
+from kosmos.tui.hostlist import host_choices
 from kosmos.tui.operator import TuiOperator
 from kosmos.tui.screens.modals import HostKeyModal, SecretModal
 from kosmos.tui.widgets.run_view import RunView
@@ -137,21 +137,15 @@ async def test_read_only_proposal_offers_auto_approve(llm: ScriptedLLM, home: Pa
         assert approval.action == "run" and approval.auto_read_only
 
 
-def test_ssh_aliases_skip_patterns_and_follow_includes(tmp_path: Path) -> None:
+def test_host_choices_list_local_the_given_host_and_aliases(tmp_path: Path) -> None:
     ssh = tmp_path / ".ssh"
-    (ssh / "conf.d").mkdir(parents=True)
-    (ssh / "config").write_text(
-        "Host web1 web2\n  HostName 10.0.0.1\nHost *.internal !bad\n"
-        "Include conf.d/*.conf\nhost=db1 # primary\nMatch host x\n"
-    )
-    (ssh / "conf.d" / "a.conf").write_text("Host bastion\nHost web1\n")
-    assert ssh_aliases(ssh / "config") == ["web1", "web2", "bastion", "db1"]
+    ssh.mkdir()
+    (ssh / "config").write_text("Host web1 web2\n  HostName 10.0.0.1\nHost *.internal\nHost db1\n")
     assert host_choices(tmp_path, "me@10.1.1.1:2222") == [
         "local",
         "me@10.1.1.1:2222",
         "web1",
         "web2",
-        "bastion",
         "db1",
     ]
     assert host_choices(tmp_path / "nowhere") == ["local"]

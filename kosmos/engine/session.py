@@ -10,12 +10,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from kosmos.clean import cap, clean
 from kosmos.engine import history
+from kosmos.engine.approval import ApprovalGate, Policy
 from kosmos.engine.envelope import app_command, target_os
-from kosmos.engine.operator import CommandProposal, Operator, Question
+from kosmos.engine.guard import LineRedactor, neutralise, redact_event, redact_message
+from kosmos.engine.operator import Operator, Question
+from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES, omitted_bytes, output_for_llm
 from kosmos.engine.parser import Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
+from kosmos.engine.resume import Resumed
+from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
     EXIT_DONE,
     EXIT_INTERRUPTED,
@@ -27,7 +31,6 @@ from kosmos.errors import (
 )
 from kosmos.events import (
     Answer,
-    CommandDecision,
     CommandFinished,
     CommandOutput,
     CommandStarted,
@@ -48,11 +51,10 @@ from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.runner import CommandResult, Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
-# What goes to the LLM of one command's output.
-LLM_MAX_BYTES = 10 * 1024
-LLM_MAX_LINES = 256
+__all__ = ["LLM_MAX_BYTES", "LLM_MAX_LINES", "Session", "SessionOptions"]
 
 State = Literal["idle", "waiting_cmd", "waiting_user", "done"]
 
@@ -72,6 +74,9 @@ class SessionOptions:
     max_format_errors: int = 3
     # The step protocol: tags (seed 001), json, tools or auto.
     protocol: str = "tags"
+    # Approval (engine/approval.py): ask | read-only | auto; dangerous commands headless.
+    policy: Policy = "ask"
+    allow_dangerous: bool = False
 
 
 def _preview(text: str, limit: int = 200) -> str:
@@ -96,6 +101,7 @@ class Session:
         run_id: str | None = None,
         transcript: str | None = None,
         protocol: StepProtocol | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.skill = skill
         self.params = dict(params)
@@ -121,6 +127,25 @@ class Session:
         self.protocol = protocol or make_protocol(
             self.options.protocol, provider, prompts, emit=self.emit
         )
+        # Everything leaving the engine (events, messages for the LLM) passes through it.
+        self.redactor = redactor or Redactor()
+        self.gate = ApprovalGate(
+            operator,
+            prompts,
+            host=runner.name,
+            policy=self.options.policy,
+            non_interactive=self.options.non_interactive,
+            allow_dangerous=self.options.allow_dangerous,
+        )
+        self.sudo = SudoHelper(
+            runner,
+            operator,
+            self.redactor,
+            prompts,
+            non_interactive=self.options.non_interactive,
+        )
+        self._pending: Resumed | None = None
+        self.replay_of: str | None = None
 
     # -- what front ends call ------------------------------------------------------------
 
@@ -135,8 +160,11 @@ class Session:
     def command_running(self) -> bool:
         return self._stop is not None and not self._stop.is_set()
 
-    async def run(self) -> RunFinished:
-        """Run the skill to its end and return the final result (also emitted as an event)."""
+    async def run(self, resume: Resumed | None = None) -> RunFinished:
+        """Run the skill to its end and return the final result (also emitted as an event).
+
+        `resume`: continue the conversation a transcript recorded instead of starting anew.
+        """
         self._started = time.monotonic()
         self.emit(
             RunStarted(
@@ -151,10 +179,16 @@ class Session:
                 history_mode=self.options.history_mode,
                 protocol=self.protocol.name,
                 transcript=self.transcript,
+                policy=self.options.policy,
+                resumed_from=resume.source if resume else None,
+                replay_of=self.replay_of,
             )
         )
         try:
-            await self._start()
+            if resume is None:
+                await self._start()
+            else:
+                self._restore(resume)
             return await self._loop()
         except KosmosError as e:
             return self._finish(e.status, str(e), e.exit_code)
@@ -167,7 +201,27 @@ class Session:
     def emit(self, event: Event) -> None:
         if event.host is None:
             event = event.model_copy(update={"host": self.runner.name})
+        if not isinstance(event, CommandOutput):  # streamed output is redacted line by line
+            event = redact_event(event, self.redactor)
         self._emit(event)
+
+    def _keep(self, *messages: Message) -> None:
+        """Add to the history, redacted: what the LLM is sent never holds a known secret."""
+        self.messages.extend(redact_message(m, self.redactor) for m in messages)
+
+    def _restore(self, resume: Resumed) -> None:
+        self.messages = list(resume.messages)
+        self._sent_upto = len(self.messages) if resume.same_transcript else 0
+        self.step = resume.step
+        if resume.result is not None and resume.reply is not None:
+            # The last step finished but its result never reached the LLM: add it now.
+            turn = self.protocol.parse(resume.reply)
+            self._keep(self.protocol.assistant_message(turn, resume.command))
+            self._keep(self.protocol.result_message(turn, resume.result))
+            self.step += 1
+        else:
+            self._pending = resume
+        self.emit(Notice(message=resume.describe()))
 
     async def _start(self) -> None:
         knowledge_text = None
@@ -177,23 +231,27 @@ class Session:
             self.emit(Notice(message=f"knowledge file skipped: {e}"))
             knowledge = None
         if knowledge is not None:
-            knowledge_text = knowledge.text
-            self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge.text))
+            # Knowledge is data from the host: directive-like lines in it are escaped.
+            knowledge_text = neutralise(self.redactor(knowledge.text))
+            self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge_text))
         self.step = 1
         self._knowledge = knowledge_text
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
-        self.messages = [
-            self._system(),
-            Message(role="user", content=first),
-        ]
+        self.messages = []
+        self._keep(self._system(), Message(role="user", content=first))
 
     async def _loop(self) -> RunFinished:
         format_errors = 0
         while True:
             self.state = "idle"
-            reply = await self._complete()
+            pending, self._pending = self._pending, None
+            if pending is not None and pending.reply is not None:
+                reply = pending.reply  # resumed: act on the recorded reply first
+            else:
+                reply = await self._complete()
+            rerun = pending is not None and pending.rerun
             step = self.step
             turn = self.protocol.parse(reply)
             parsed = turn.parsed
@@ -210,9 +268,7 @@ class Session:
                     )
                 if parsed is None or self.options.non_interactive:
                     self._next_step()
-                    self.messages.extend(
-                        self.protocol.correction(turn, self.step, self.options.max_steps)
-                    )
+                    self._keep(*self.protocol.correction(turn, self.step, self.options.max_steps))
                     continue
             else:
                 format_errors = 0
@@ -231,24 +287,24 @@ class Session:
                 )
             )
             self._turn = turn
-            self.messages.append(self.protocol.assistant_message(turn))
+            self._keep(self.protocol.assistant_message(turn))
             if parsed.kind == "done":
                 self.state = "done"
                 return self._finish("done", parsed.text, EXIT_DONE)
             self._next_step()
             if parsed.kind == "cmd":
                 self.state = "waiting_cmd"
-                content = await self._command(parsed, step)
+                content = await self._command(parsed, step, rerun=rerun)
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
             else:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
-            self.messages.append(self.protocol.result_message(turn, content))
+            self._keep(self.protocol.result_message(turn, content))
 
     def _system(self) -> Message:
         text = self.protocol.system_prompt(self.skill.name, self.skill.body, self._knowledge)
-        return Message(role="system", content=text)
+        return Message(role="system", content=self.redactor(text))
 
     async def _app_command(self, parsed: Parsed) -> str:
         """The OS command an envelope action (seed 000) becomes on this host."""
@@ -303,38 +359,55 @@ class Session:
         )
         return reply
 
-    async def _command(self, parsed: Parsed, step: int) -> str:
-        proposal = CommandProposal(
-            step=step, command=parsed.text, host=self.runner.name, inferred=parsed.inferred
-        )
-        approval = await self.operator.approve(proposal)
-        command = (
-            approval.command if approval.action == "edit" and approval.command else parsed.text
-        )
-        self.emit(
-            CommandDecision(
-                step=step, decision=approval.action, command=command, proposed=parsed.text
+    async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
+        decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
+        command = decision.command
+        self.emit(decision.event(step, parsed.text))
+        if decision.action == "refused":
+            return self.prompts["SKILL_COMMAND_REFUSED"].format(
+                reason=decision.reason, step=self.step, max_steps=self.options.max_steps
             )
-        )
-        if approval.action == "skip":
+        if decision.action == "skip":
             return self.prompts.skipped(self.step, self.options.max_steps)
         if command != parsed.text:
             # The LLM sees the command that really ran as its own proposal.
-            self.messages[-1] = self.protocol.assistant_message(self._turn, command)
+            self.messages.pop()
+            self._keep(self.protocol.assistant_message(self._turn, command))
+        prepared = await self.sudo.prepare(command)
+        if prepared.declined:
+            return self.prompts["SKILL_SUDO_DECLINED"].format(
+                step=self.step, max_steps=self.options.max_steps
+            )
         self.emit(CommandStarted(step=step, command=command))
         self._stop = asyncio.Event()
+        lines = LineRedactor(self.redactor)
+
+        def on_output(text: str) -> None:
+            shown = lines.feed(text)
+            if shown:
+                self.emit(CommandOutput(step=step, text=shown))
+
         try:
             result = await self.runner.run(
-                command,
+                prepared.text,
                 timeout=self.options.command_timeout,
-                on_output=lambda text: self.emit(CommandOutput(step=step, text=text)),
+                on_output=on_output,
                 stop=self._stop,
+                stdin=prepared.stdin,
             )
         finally:
             self._stop = None
+        tail = lines.flush()
+        if tail:
+            self.emit(CommandOutput(step=step, text=tail))
         self.commands_run += 1
-        for_llm = self.output_for_llm(result)
-        kept = result.output.text(marker=self._omitted_bytes)
+        for_llm = self.redactor(self.output_for_llm(result))
+        note = self.sudo.note(prepared, result.output.text())
+        if note == self.prompts["SKILL_SUDO_REJECTED"]:
+            self.emit(Notice(message="sudo did not accept the password; it will be asked again"))
+        if note:
+            for_llm = f"{for_llm}\n{note}"
+        kept = result.output.text(marker=omitted_bytes)
         self.emit(
             CommandFinished(
                 step=step,
@@ -352,31 +425,8 @@ class Session:
         )
         return self.prompts.command_output(for_llm, self.step, self.options.max_steps)
 
-    @staticmethod
-    def _omitted_bytes(count: int) -> str:
-        return f"[... {count} bytes of output not kept ...]"
-
     def output_for_llm(self, result: CommandResult) -> str:
-        """Cleaned, capped output plus one status line when the command did not simply succeed."""
-        p = self.prompts
-        status = ""
-        if result.timed_out:
-            status = p["SKILL_TIMED_OUT"].format(timeout=f"{self.options.command_timeout:g}")
-        elif result.cancelled:
-            status = p["SKILL_STOPPED"].format(elapsed=f"{result.duration_s:.1f}")
-        elif result.connection_lost:
-            status = p["SKILL_CONNECTION_LOST"]
-        elif result.exit_code not in (0, None):
-            status = p["SKILL_EXIT_CODE"].format(exit_code=result.exit_code)
-        text = clean(result.output.data(marker=self._omitted_bytes)) or p["SKILL_NO_OUTPUT"]
-        reserve_bytes = len(status.encode()) + 1 if status else 0
-        text, _ = cap(
-            text,
-            max_bytes=LLM_MAX_BYTES - reserve_bytes,
-            max_lines=LLM_MAX_LINES - (1 if status else 0),
-            marker=lambda lines, size: p["SKILL_OUTPUT_OMITTED"].format(lines=lines, bytes=size),
-        )
-        return f"{text}\n{status}" if status else text
+        return output_for_llm(result, self.prompts, command_timeout=self.options.command_timeout)
 
     async def _ask(self, parsed: Parsed, step: int) -> str:
         answer = await self.operator.answer(

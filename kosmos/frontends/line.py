@@ -10,7 +10,10 @@ from kosmos.frontends.console import Console, EndOfInput
 
 
 class LineOperator:
-    """Asks `Run? [y/N/e]` for each command; `--yes` approves all but inferred ones."""
+    """Asks `Run? [y/N/e/a]` for the commands the policy leaves to a person.
+
+    A dangerous command needs the host's name typed, even under `--yes`.
+    """
 
     def __init__(self, console: Console, *, yes: bool = False, answers: Sequence[str] = ()) -> None:
         self.c = console
@@ -27,12 +30,19 @@ class LineOperator:
             ) from e
 
     async def approve(self, proposal: CommandProposal) -> Approval:
+        if proposal.risk == "dangerous":
+            return await self._confirm_dangerous(proposal)
         if self.yes and not proposal.inferred:
             return Approval.run()
+        if proposal.reason and proposal.risk == "write":
+            self.c.say(self.c.style(f"  may change the host: {proposal.reason}", "2"))
         while True:
-            reply = (await self._ask(self.c.style("Run? [y/N/e] ", "1"))).strip().lower()
+            reply = (await self._ask(self.c.style("Run? [y/N/e/a] ", "1"))).strip().lower()
             if reply in ("y", "yes"):
                 return Approval.run()
+            if reply in ("a", "all"):
+                self.c.say(self.c.style("  read-only commands now run without asking", "2"))
+                return Approval("run", auto_read_only=True)
             if reply in ("", "n", "no", "s", "skip"):
                 return Approval.skip()
             if reply in ("e", "edit"):
@@ -40,7 +50,22 @@ class LineOperator:
                 if not edited or edited == proposal.command:
                     return Approval.run() if edited else Approval.skip()
                 return Approval.edit(edited)
-            self.c.say("  answer y (run), n (skip) or e (edit)")
+            self.c.say(
+                "  answer y (run), n (skip), e (edit) or a (run, and run read-only commands "
+                "without asking from now on)"
+            )
+
+    async def _confirm_dangerous(self, proposal: CommandProposal) -> Approval:
+        """Even under --yes: the operator types the host's name, or the command is skipped."""
+        c = self.c
+        c.say(c.style(f"  DANGEROUS: {proposal.reason}", "1;31"))
+        typed = await self._ask(
+            c.style(f"Type the host name ({proposal.host}) to run it, Enter to skip: ", "1")
+        )
+        if typed.strip() == proposal.host:
+            return Approval.run()
+        c.say(c.style("  not confirmed; skipped", "33"))
+        return Approval.skip()
 
     async def answer(self, question: Question) -> str | None:
         if self.answers:

@@ -44,11 +44,16 @@ class TextRenderer:
         c = self.c
         match event:
             case RunStarted():
+                source = f"model {event.model}"
+                if event.replay_of:
+                    source = f"replaying {event.replay_of} (no LLM)"
                 c.say(
                     c.style(f"▶ {event.skill}", "1")
-                    + f" on {event.host} · model {event.model} · up to {event.max_steps} steps"
+                    + f" on {event.host} · {source} · up to {event.max_steps} steps"
                     + (f" · protocol {event.protocol}" if event.protocol != "tags" else "")
                 )
+                if event.policy != "ask":
+                    c.say(c.style(f"  policy: {event.policy}", "2"))
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
@@ -75,6 +80,12 @@ class TextRenderer:
                 )
             case Directive():
                 self._directive(event)
+            case CommandDecision() if event.decision == "refused":
+                c.say(c.style(f"  refused: {event.reason}", "33"))
+            case CommandDecision() if event.by == "replay":
+                c.say(c.style(f"  {event.decision} (as recorded)", "2"))
+            case CommandDecision() if event.by == "policy" and event.decision == "run":
+                c.say(c.style(f"  runs without asking ({event.reason})", "2"))
             case CommandDecision() if event.decision == "skip":
                 c.say(c.style("  skipped", "2"))
             case CommandDecision() if event.decision == "edit":

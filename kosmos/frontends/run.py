@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 import uuid
@@ -12,33 +13,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kosmos.config import Settings, user_config_dir
+from kosmos.engine.approval import Policy
+from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
-from kosmos.engine.session import Session
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound
+from kosmos.engine.replay import Recording, ReplayOperator, ReplayProvider
+from kosmos.engine.resume import Resumed, resume_state
+from kosmos.engine.session import Session, SessionOptions
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound, UsageError
 from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
 from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
 from kosmos.frontends.render import JsonRenderer, TextRenderer
-from kosmos.frontends.setup import session_options, transcript_path
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
+from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
+from kosmos.resources import bundled_recording
+from kosmos.safety import Redactor
 from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote_skill
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
-from kosmos.transcript import Transcript
+from kosmos.transcript import Transcript, default_path, read_transcript
 
 
 @dataclass
 class RunRequest:
     """What the operator asked for on the command line."""
 
-    skill: str
-    host: str = "local"
+    skill: str | None
+    host: str | None = None
     params: Sequence[str] = ()
     prompt: str | None = None
     answers: Sequence[str] = ()
@@ -49,7 +56,57 @@ class RunRequest:
     command_timeout: float | None = None
     transcript: Path | None = None
     skills_dirs: Sequence[Path] = field(default_factory=tuple)
+    policy: Policy | None = None
+    allow_dangerous: bool = False
+    resume: Path | None = None
+    replay: str | None = None
+    replay_tolerant: bool = False
     protocol: str | None = None
+    # A fleet: every --host, a --hosts pattern, an inventory (issue: fleets).
+    hosts: Sequence[str] = ()
+    hosts_pattern: str | None = None
+    inventory: Path | None = None
+    forks: int = 10
+    llm_concurrency: int | None = None
+    canary: str | None = None
+
+    @property
+    def fleet(self) -> bool:
+        """More than one host, a pattern or an inventory: a fleet run."""
+        return (
+            len(self.hosts) > 1
+            or self.hosts_pattern is not None
+            or self.inventory is not None
+            or self.canary is not None
+        )
+
+
+def resolve_policy(request: RunRequest, settings: Settings, host: str) -> tuple[Policy, str]:
+    """`--policy` > the host's policy in config > `--yes` (auto) > ask; with where it came from.
+
+    A host pinned in config (say, production at read-only) stays pinned under `--yes`; only
+    an explicit `--policy` overrides it.
+    """
+    if request.policy:
+        return request.policy, "--policy"
+    # The target as typed, then without the user, then without the port too.
+    bare = host.split("@", 1)[-1]
+    for name in dict.fromkeys((host, bare, bare.rsplit(":", 1)[0])):
+        pinned = settings.hosts.get(name)
+        if pinned is not None and pinned.policy:
+            return pinned.policy, f"config hosts.{name}.policy"
+    if request.yes:
+        return "auto", "--yes"
+    return "ask", "default"
+
+
+def load_events(path: Path, flag: str) -> list[Event]:
+    try:
+        return read_transcript(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such transcript; check {flag}") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: not a readable kosmos transcript ({e}); check {flag}") from e
 
 
 def skill_library(
@@ -118,15 +175,21 @@ class RunFrontend:
         else:
             self.console = Console()
         self.session: Session | None = None
+        # Every secret kosmos knows of is masked in everything it shows, stores or sends.
+        api_key = settings.api_key.get_secret_value() if settings.api_key else None
+        self.redactor = Redactor([api_key] if api_key else [], env=env)
+        self.host = request.host or "local"
         self.result: RunFinished | None = None
         # Events from before the run started (the parameter dialogue), for the transcript.
         self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
 
     def _operator(self) -> Operator:
+        # `--yes` is the `auto` policy, applied by the engine; the operator is asked only about
+        # what the policy leaves to a person (dangerous, inferred, interrupted commands...).
         if self.line_mode:
-            return LineOperator(self.console, yes=self.request.yes, answers=self.request.answers)
-        return HeadlessOperator(yes=self.request.yes, answers=self.request.answers)
+            return LineOperator(self.console, answers=self.request.answers)
+        return HeadlessOperator(yes=False, answers=self.request.answers)
 
     def _emitter(self, transcript: Transcript) -> Callable[[Event], None]:
         renderer: Callable[[Event], None]
@@ -134,9 +197,11 @@ class RunFrontend:
         json_mode = self.request.json
 
         def emit(event: Event) -> None:
+            # The session redacts what it emits; this catches what the front end adds.
             transcript.write(event)
             if isinstance(event, RunStarted):
                 for early in self._early:
+                    early = redact_event(early, self.redactor)
                     transcript.write(early.model_copy(update={"host": event.host}))
                 self._early.clear()
             renderer(event)
@@ -150,18 +215,20 @@ class RunFrontend:
 
     def _notify(self, message: str) -> None:
         """A host's news (a reconnect): into the run's events once the run has started."""
+        message = self.redactor(message)
         if self._emit is not None:
-            self._emit(Notice(message=message, host=self.request.host))
+            self._emit(Notice(message=message, host=self.host))
         else:
             self.console.say(self.console.style(message, "33"), stream=self.console.err)
 
     def fail_early(self, error: KosmosError) -> int:
         """An error before the session started: one line on stderr (and a --json result line)."""
-        self.console.error(f"kosmos: {error}")
+        message = self.redactor(str(error))
+        self.console.error(f"kosmos: {message}")
         if self.request.json:
             JsonRenderer()(
                 RunFinished(
-                    status=error.status, steps=0, message=str(error), exit_code=error.exit_code
+                    status=error.status, steps=0, message=message, exit_code=error.exit_code
                 )  # type: ignore[arg-type]
             )
         return error.exit_code
@@ -170,21 +237,54 @@ class RunFrontend:
         req, settings = self.request, self.settings
         prompts = Prompts.load(settings.prompts_file)
         library = skill_library(settings, req.skills_dirs, self.env, self.home)
+        resume: Resumed | None = None
+        if req.resume is not None:
+            events = load_events(req.resume, "--resume")
+            resume = resume_state(events, prompts, source=str(req.resume))
+        host = req.host or (resume.started.host if resume else None) or "local"
+        self.host = host
         prompter = None if req.non_interactive else LinePrompter(self.console)
-        runner = make_runner(req.host, settings, prompter=prompter, notify=self._notify)
+        runner = make_runner(host, settings, prompter=prompter, notify=self._notify)
         try:
             await runner.connect()
-            skill = await find_skill(library, req.skill, runner, settings)
-            ask = None if req.non_interactive else ask_param_in_terminal(self.console)
-            given = parse_param_flags(req.params)
-            if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
-                given = await collect_in_dialogue(
-                    skill, given, settings, prompts, self.console, emit=self._early.append
-                )
-            params = resolve_params(skill, given, ask=ask)
-            return await self._run_session(skill, params, runner, prompts)
+            if resume is not None:
+                ref = resume.started.skill_path
+                if req.skill or not Path(ref).exists():
+                    ref = req.skill or resume.started.skill
+                skill = await find_skill(library, ref, runner, settings)
+                params = dict(resume.started.params)
+            else:
+                if not req.skill:
+                    raise UsageError("name a skill to run, or pass --resume TRANSCRIPT")
+                skill = await find_skill(library, req.skill, runner, settings)
+                ask = None if req.non_interactive else ask_param_in_terminal(self.console)
+                given = parse_param_flags(req.params)
+                if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
+                    given = await collect_in_dialogue(
+                        skill, given, settings, prompts, self.console, emit=self._early.append
+                    )
+                params = resolve_params(skill, given, ask=ask)
+            return await self._run_session(skill, params, runner, prompts, resume)
         finally:
             await runner.close()
+
+    def _recording(self, skill: Skill) -> tuple[Recording, bool] | None:
+        """The recording to replay, and whether differences only warn."""
+        ref = self.request.replay
+        if ref is None:
+            return None
+        tolerant = self.request.replay_tolerant
+        path = Path(ref)
+        if ref == "bundled":
+            # Recorded on another machine: its outputs differ from this one's by nature.
+            path, tolerant = bundled_recording(skill.name), True
+            if not path.is_file():
+                raise UsageError(
+                    f"no bundled recording for {skill.name}; "
+                    "try: kosmos run system-overview --replay bundled"
+                )
+        events = load_events(path, "--replay")
+        return Recording.from_events(events, str(path)), tolerant
 
     async def run_loaded(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
@@ -195,21 +295,54 @@ class RunFrontend:
         return self.result
 
     async def _run_session(
-        self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
+        self,
+        skill: Skill,
+        params: dict[str, str],
+        runner: Runner,
+        prompts: Prompts,
+        resume: Resumed | None = None,
     ) -> int:
         req, settings = self.request, self.settings
         run_id = uuid.uuid4().hex
-        path = transcript_path(settings, skill, run_id, req.transcript)
+        assert settings.transcript_dir is not None
+        path = (
+            req.transcript
+            or req.resume
+            or default_path(settings.transcript_dir, skill.name, run_id)
+        )
+        if resume is not None and req.resume is not None:
+            same = path.resolve() == req.resume.resolve()
+            resume = dataclasses.replace(resume, same_transcript=same)
         transcript = Transcript(path)
-        provider = make_provider(settings)
-        options = session_options(
-            settings,
-            skill,
-            max_steps=req.max_steps,
-            command_timeout=req.command_timeout,
-            prompt=req.prompt,
+        policy, policy_from = resolve_policy(req, settings, runner.name)
+        operator = self._operator()
+        replay = self._recording(skill)
+        provider: Provider
+        if replay is not None:
+            recording, tolerant = replay
+            provider = ReplayProvider(recording, tolerant=tolerant)
+            operator = ReplayOperator(recording, operator)
+        else:
+            provider = make_provider(settings)
+        started = resume.started if resume else None
+        recorded_protocol = None
+        if started is not None:
+            recorded_protocol = started.protocol
+        elif replay is not None:
+            recorded_protocol = replay[0].started.protocol
+        options = SessionOptions(
+            max_steps=req.max_steps or (started.max_steps if started else settings.max_steps),
+            command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
+            knowledge_timeout=settings.knowledge_timeout,
+            history_mode=started.history_mode if started else skill.history_mode,
+            history_max=skill.history_max,
+            prompt=started.prompt if started else req.prompt,
             non_interactive=req.non_interactive,
-            protocol=req.protocol,
+            policy=policy,
+            allow_dangerous=req.allow_dangerous,
+            # --protocol > the recorded run's (resume, replay) > the skill's frontmatter > the
+            # config file > tags.
+            protocol=req.protocol or recorded_protocol or skill.protocol or settings.protocol,
         )
         self._emit = self._emitter(transcript)
         session = Session(
@@ -217,16 +350,25 @@ class RunFrontend:
             params=params,
             runner=runner,
             provider=provider,
-            operator=self._operator(),
+            operator=operator,
             prompts=prompts,
             emit=self._emit,
             options=options,
             run_id=run_id,
             transcript=str(path),
+            redactor=self.redactor,
         )
+        if isinstance(provider, ReplayProvider):
+            session.replay_of = provider.recording.source
+            provider.warn = lambda text: session.emit(Notice(message=text))
         self.session = session
+        if policy_from.startswith("config") and req.yes:
+            self.console.say(
+                self.console.style(f"  policy {policy} ({policy_from}) overrides --yes", "33"),
+                stream=self.console.err,
+            )
         try:
-            result = self.result = await self._drive(session)
+            result = self.result = await self._drive(session, resume)
         finally:
             self._emit = None
             self.console.stop_spinner()
@@ -234,10 +376,10 @@ class RunFrontend:
             await provider.aclose()
         return result.exit_code
 
-    async def _drive(self, session: Session) -> RunFinished:
+    async def _drive(self, session: Session, resume: Resumed | None = None) -> RunFinished:
         """Run the session with Ctrl-C / SIGTERM handling: stop the command, or end the run."""
         loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(session.run())
+        task = asyncio.ensure_future(session.run(resume))
 
         def on_sigint() -> None:
             if self.line_mode and session.command_running:

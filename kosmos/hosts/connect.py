@@ -234,8 +234,8 @@ class Connector:
                 break
             try:
                 return list(asyncssh.load_keypairs(str(path), passphrase=secret))
-            except asyncssh.KeyImportError:
-                continue
+            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
+                continue  # a wrong passphrase: ask again, as ssh does
             finally:
                 del secret
         self.locked_keys.append(path)

@@ -46,17 +46,29 @@ class LocalRunner:
         stdin: bytes | None = None,
     ) -> CommandResult:
         start = time.monotonic()
-        proc = await asyncio.create_subprocess_exec(
-            "sh",
-            "-c",
-            command,
-            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            cwd=self.cwd,
-            env=self.env,
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                "sh",
+                "-c",
+                command,
+                stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.cwd,
+                env=self.env,
+            )
         )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled while the process was being started: it may run all the same, and
+            # nothing else knows its pid. End its group before passing the cancel on.
+            with contextlib.suppress(Exception):
+                started = await spawn
+                _kill_group(started.pid, signal.SIGKILL)
+                await started.wait()
+            raise
         buffer = OutputBuffer()
         decoder = StreamDecoder()
         assert proc.stdout is not None

@@ -191,19 +191,26 @@ class SSHRunner:
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
     ) -> CommandResult:
-        conn = await self._conn()
-        assert self._link is not None
-        link = self._link
         start = time.monotonic()
-        try:
-            proc = await conn.create_process(remote, encoding=None)
-        except (asyncssh.Error, OSError) as e:
-            if link.is_closed:
-                return CommandResult(
-                    command, None, time.monotonic() - start, buffer, connection_lost=True
-                )
-            raise HostError(f"{self.name}: the server refused to start the command: {e}") from e
+        for attempt in range(2):
+            conn = await self._conn()
+            assert self._link is not None
+            link = self._link
+            try:
+                proc = await conn.create_process(remote, encoding=None)
+                break
+            except (asyncssh.Error, OSError) as e:
+                if not link.is_closed:
+                    raise HostError(
+                        f"{self.name}: the server refused to start the command: {e}"
+                    ) from e
+                if attempt:
+                    return CommandResult(
+                        command, None, time.monotonic() - start, buffer, connection_lost=True
+                    )
+                # The connection had dropped before the command started: reconnect once.
         pgid: list[int] = []
+        pgid_known = asyncio.Event()
         decoder = StreamDecoder()
 
         def feed(data: bytes) -> None:
@@ -230,12 +237,14 @@ class SSHRunner:
                     continue
                 number = pending[at + len(PID_MARK) : end]
                 pgid.append(int(number) if number.isdigit() else 0)
+                pgid_known.set()
                 rest = pending[:at] + pending[end + 1 :]
                 pending = b""
                 if rest:
                     feed(rest)
             if pending:
                 feed(pending)
+            pgid_known.set()
 
         async def finished() -> None:
             with contextlib.suppress(asyncssh.Error, OSError):
@@ -261,9 +270,9 @@ class SSHRunner:
             if work not in done:
                 timed_out = stopper is None or stopper not in done
                 cancelled = not timed_out
-                await self._end(link, proc, pgid, work)
+                await self._end(link, proc, pgid, pgid_known, work)
         except asyncio.CancelledError:
-            await asyncio.shield(self._end(conn, proc, pgid, work))
+            await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
             raise
         finally:
             for task in (stopper, lost):
@@ -297,9 +306,13 @@ class SSHRunner:
         link: Link,
         proc: asyncssh.SSHClientProcess,
         pgid: list[int],
+        pgid_known: asyncio.Event,
         work: asyncio.Future[None],
     ) -> None:
         """End the command's whole process group on the host, then collect what it printed."""
+        # The group's number is the first thing the command prints; it may still be on its way.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pgid_known.wait(), DRAIN_WAIT)
         if pgid and pgid[0] > 1 and not link.is_closed:
             with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
                 async with asyncio.timeout(KILL_GRACE + DRAIN_WAIT):

@@ -129,6 +129,34 @@ _TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
     )
 )
 
+# The same, with lower-cased hints looked up in the lower-cased text: one scan per hint.
+_TOKENS_LOWER = tuple(
+    (tuple(h.lower() for h in hints), pattern, repl) for hints, pattern, repl in _TOKENS
+)
+# Past this size, the token patterns run only on the lines that hold one of their hints:
+# none of them spans lines, and a regex scan of every line of a long log costs far more.
+_LINEWISE_FROM = 4096
+
+
+def _sub_tokens(
+    text: str, lower: str, active: list[tuple[tuple[str, ...], re.Pattern[str], str]]
+) -> str:
+    if len(text) < _LINEWISE_FROM:
+        for _, pattern, replacement in active:
+            text = pattern.sub(replacement, text)
+        return text
+    lines, lowers = text.split("\n"), lower.split("\n")
+    for i, low in enumerate(lowers):
+        line = lines[i]
+        for hints, pattern, replacement in active:
+            if any(h in low for h in hints):
+                new = pattern.sub(replacement, line)
+                if new != line:
+                    line, low = new, new.lower()
+        lines[i] = line
+    return "\n".join(lines)
+
+
 # Key/value pairs are found from their secret word outwards, not by trying the full
 # pattern at every position of the text; the word is looked for in the lower-cased text,
 # which is an order of magnitude faster than an IGNORECASE search.
@@ -270,10 +298,10 @@ class Redactor:
         if "Private-Lines:" in text:
             text = _PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
         lower = text.lower()
-        for hints, pattern, replacement in _TOKENS:
-            if any(h in text or h in lower for h in hints):
-                text = pattern.sub(replacement, text)
-                lower = text.lower()
+        active = [t for t in _TOKENS_LOWER if any(h in lower for h in t[0])]
+        if active:
+            text = _sub_tokens(text, lower, active)
+            lower = text.lower()
         return _mask_pairs(text, lower)
 
     def redact_obj(self, value: Any) -> Any:

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from kosmos.config import Settings
 from kosmos.frontends.run import skill_library
 from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
 from kosmos.skills.discovery import SkillLibrary
 from kosmos.skills.params import parse_param_flags
 from kosmos.tui.hostlist import host_choices
@@ -35,8 +36,8 @@ class TuiConfig:
     skill: str | None = None
     params: dict[str, str] = field(default_factory=dict)
     transcript: Path | None = None
-    # The environment and home the chat screen picks its language and log file from.
     env: dict[str, str] = field(default_factory=dict)
+    # The home the chat screen puts its log under (None: the user's).
     home: Path | None = None
     chat: bool = False  # open the chat screen at start
 
@@ -52,7 +53,14 @@ class KosmosApp(App[int]):
         super().__init__()
         self.config = config
         self.prompter = ModalPrompter(self)
-        self.pool = HostPool(config.settings, self.prompter, self._host_state)
+        self.pool = HostPool(config.settings, self.prompter, self._host_state, self._host_news)
+        self.redactor = self.new_redactor()
+
+    def new_redactor(self) -> Redactor:
+        """Every secret kosmos knows of is masked in what it shows, stores or sends; each run
+        has its own, fed as secrets appear (a sudo password typed in one run)."""
+        api_key = self.config.settings.api_key
+        return Redactor([api_key.get_secret_value()] if api_key else [], env=self.config.env)
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen()
@@ -67,6 +75,10 @@ class KosmosApp(App[int]):
     def _host_state(self, target: str, state: str, detail: str) -> None:
         if self.screen_stack:
             self.screen_stack[0].post_message(HostState(target, state, detail))
+
+    def _host_news(self, message: str) -> None:
+        """A host's news (a reconnect) as a notification."""
+        self.notify(self.redactor(message), severity="warning", timeout=8)
 
     @property
     def main(self) -> MainScreen:

@@ -57,7 +57,8 @@ class TuiSkillRunner:
         host = self.host()
         view = RunView(f"{skill.name} @ {host}", id=f"chat-run-{len(self.views) + 1}")
         view.add_class("chat-run")
-        operator = TuiOperator(view, self.app.prompter)
+        redactor = self.app.new_redactor()
+        operator = TuiOperator(view, self.app.prompter, redactor)
         controller = RunController(
             spec=RunSpec(skill, params, host),
             settings=config.settings,
@@ -65,6 +66,7 @@ class TuiSkillRunner:
             pool=self.app.pool,
             view=view,
             operator=operator,
+            redactor=redactor,
         )
         view.controller = controller
         view.operator = operator

@@ -11,15 +11,19 @@ from textual.message_pump import MessagePump
 from kosmos.engine.operator import Approval, CommandProposal, Question
 from kosmos.errors import HostError, KosmosError
 from kosmos.hosts.runner import HostPrompter
+from kosmos.safety import Redactor
 from kosmos.tui.messages import ApprovalNeeded, QuestionNeeded, RetryNeeded
 
 
 class TuiOperator:
     """One run's operator: each question is posted to the run view and awaited on a future."""
 
-    def __init__(self, view: MessagePump, prompter: HostPrompter) -> None:
+    def __init__(
+        self, view: MessagePump, prompter: HostPrompter, redactor: Redactor | None = None
+    ) -> None:
         self.view = view
         self.prompter = prompter
+        self.redactor = redactor or Redactor()
         self._pending: asyncio.Future[Any] | None = None
 
     @property
@@ -51,11 +55,11 @@ class TuiOperator:
 
     async def retry(self, error: KosmosError) -> bool:
         kind = "host" if isinstance(error, HostError) else "LLM"
-        return bool(await self._ask(RetryNeeded(str(error), kind)))
+        return bool(await self._ask(RetryNeeded(self.redactor(str(error)), kind)))
 
     async def retry_connect(self, error: KosmosError) -> bool:
         """Connecting to the run's host failed: True tries again."""
-        return bool(await self._ask(RetryNeeded(str(error), "connection")))
+        return bool(await self._ask(RetryNeeded(self.redactor(str(error)), "connection")))
 
     async def ask_secret(self, prompt: str) -> str | None:
         return await self.prompter.ask_secret(prompt)

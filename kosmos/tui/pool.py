@@ -11,15 +11,19 @@ from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import HostPrompter, Runner
 
 OnState = Callable[[str, str, str], None]
+Notify = Callable[[str], None]
 
 
 class HostPool:
     """Connects each host once (asking through `prompter`), reports states via `on_state`."""
 
-    def __init__(self, settings: Settings, prompter: HostPrompter, on_state: OnState) -> None:
+    def __init__(
+        self, settings: Settings, prompter: HostPrompter, on_state: OnState, notify: Notify
+    ) -> None:
         self.settings = settings
         self.prompter = prompter
         self.on_state = on_state
+        self.notify = notify
         self._runners: dict[str, Runner] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -35,7 +39,9 @@ class HostPool:
                 return runner
             self.on_state(target, "connecting", "")
             try:
-                runner = make_runner(target, self.settings, prompter=self.prompter)
+                runner = make_runner(
+                    target, self.settings, prompter=self.prompter, notify=self.notify
+                )
                 await runner.connect()
             except HostError as e:
                 self.on_state(target, "failed", str(e))

@@ -9,15 +9,16 @@ from pathlib import Path
 from textual.message_pump import MessagePump
 
 from kosmos.config import Settings
-from kosmos.engine.session import Session
+from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
 from kosmos.events import CommandOutput, CommandStarted, Event, RunFinished
-from kosmos.frontends.setup import session_options, transcript_path
+from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
-from kosmos.transcript import Transcript
+from kosmos.transcript import Transcript, default_path
 from kosmos.tui.messages import EngineEvent, OutputReady
 from kosmos.tui.operator import TuiOperator
 from kosmos.tui.output import OutputTail
@@ -45,6 +46,7 @@ class RunController:
     pool: HostPool
     view: MessagePump
     operator: TuiOperator
+    redactor: Redactor
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     session: Session | None = None
     result: RunFinished | None = None
@@ -93,13 +95,32 @@ class RunController:
         )
         self.view.post_message(EngineEvent(self.result))
 
+    def options(self) -> SessionOptions:
+        """As `kosmos run` in a terminal resolves them: the skill's, then the settings'."""
+        spec, settings = self.spec, self.settings
+        # The host's approval policy from config (e.g. production pinned to read-only).
+        policy, _ = resolve_policy(RunRequest(skill=spec.skill.name), settings, spec.host)
+        return SessionOptions(
+            max_steps=settings.max_steps,
+            command_timeout=spec.skill.timeout or settings.command_timeout,
+            knowledge_timeout=settings.knowledge_timeout,
+            history_mode=spec.skill.history_mode,
+            history_max=spec.skill.history_max,
+            prompt=spec.prompt,
+            policy=policy,
+            protocol=spec.skill.protocol or settings.protocol,
+        )
+
     async def run(self) -> RunFinished | None:
         """Connect, run the skill to its end; every event reaches the transcript and the view."""
         spec, settings = self.spec, self.settings
         runner = await self._connect()
         if runner is None:
             return self.result
-        path = transcript_path(settings, spec.skill, self.run_id, spec.transcript)
+        assert settings.transcript_dir is not None
+        path = spec.transcript or default_path(
+            settings.transcript_dir, spec.skill.name, self.run_id
+        )
         self.transcript_path = path
         transcript = Transcript(path)
         provider = make_provider(settings)
@@ -116,9 +137,10 @@ class RunController:
             operator=self.operator,
             prompts=self.prompts,
             emit=emit,
-            options=session_options(settings, spec.skill, prompt=spec.prompt),
+            options=self.options(),
             run_id=self.run_id,
             transcript=str(path),
+            redactor=self.redactor,
         )
         try:
             self.result = await self.session.run()

@@ -190,7 +190,8 @@ class MainScreen(Screen[None]):
         n = self._count
         title = f"{spec.skill.name} @ {spec.host}"
         view = RunView(title, id=f"run-{n}")
-        operator = TuiOperator(view, self.app.prompter)
+        redactor = self.app.new_redactor()
+        operator = TuiOperator(view, self.app.prompter, redactor)
         controller = RunController(
             spec=spec,
             settings=self.app.config.settings,
@@ -198,6 +199,7 @@ class MainScreen(Screen[None]):
             pool=self.app.pool,
             view=view,
             operator=operator,
+            redactor=redactor,
         )
         view.controller = controller
         view.operator = operator

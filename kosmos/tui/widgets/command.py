@@ -62,7 +62,7 @@ class CmdStep(Vertical):
             yield Label(f"[CMD] step {self.step}", classes="tag", markup=False)
             yield Label("proposed", classes="state", id="state")
         yield Static(command_syntax(self.command), classes="command", id="command")
-        yield Static("", classes="risk", id="risk")
+        yield Static("", classes="risk", id="risk", markup=False)
         with Horizontal(classes="actions", id="actions"):
             yield Button("Run", variant="success", id="run", compact=True)
             yield Button("Skip", id="skip", compact=True)
@@ -74,7 +74,7 @@ class CmdStep(Vertical):
             select_on_focus=False,
         )
         yield Input(classes="confirm-input", id="confirm-input")
-        yield Static("", classes="step-error", id="error")
+        yield Static("", classes="step-error", id="error", markup=False)
         yield Log(max_lines=LOG_LINES, classes="output", id="output")
 
     # -- what the run view calls ----------------------------------------------------------
@@ -86,13 +86,14 @@ class CmdStep(Vertical):
         self._set_state("awaiting approval", "awaiting")
         risk = self.query_one("#risk", Static)
         if proposal.risk == "dangerous":
-            risk.update(f"dangerous: {proposal.reason or 'this command can destroy data'}")
+            reason = proposal.reason or "this command can destroy data"
+            risk.update(f"dangerous: {reason}; running it takes typing the host's name")
             risk.set_class(True, "dangerous", "shown")
-        elif proposal.reason or proposal.inferred:
-            note = "no tag in the reply: read it before running" if proposal.inferred else ""
-            risk.update(
-                " · ".join(x for x in (proposal.risk.replace("_", "-"), proposal.reason, note) if x)
-            )
+        else:
+            notes = [proposal.reason or proposal.risk.replace("_", "-")]
+            if proposal.inferred:
+                notes.append("the reply had no tag: read the command before running it")
+            risk.update(" · ".join(notes))
             risk.set_class(True, "shown")
         self.query_one("#actions").set_class(True, "shown")
         self.refresh_bindings()

@@ -69,7 +69,7 @@ class RunView(VerticalScroll):
         self._flush_scheduled = False
 
     def compose(self):  # noqa: ANN201 - ComposeResult
-        yield Static(self.run_title, classes="run-title", id="run-title")
+        yield Static(self.run_title, classes="run-title", id="run-title", markup=False)
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ class Sidebar(Vertical):
         yield OptionList(id="hosts")
         yield Label("Skills", classes="section")
         yield OptionList(id="skills")
-        yield Label("", id="remote-note", classes="note")
+        yield Label("", id="remote-note", classes="note", markup=False)
 
     def on_mount(self) -> None:
         self.refresh_lists()

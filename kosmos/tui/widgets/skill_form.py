@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, Markdown, Select, Static
@@ -10,6 +11,10 @@ from kosmos.errors import ParamError
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import resolve_params, validate_value
 from kosmos.tui.paths import shown_path
+
+
+def _run_hint(skill: str, host: str) -> Text:
+    return Text.assemble("ctrl+r runs ", skill, " on ", (host, "bold"))
 
 
 def _field_id(param: Param) -> str:
@@ -30,9 +35,9 @@ class ParamsForm(Vertical):
             yield Static("This skill takes no parameters.", classes="hint")
         for param in self.skill.params:
             mark = " *" if param.required else ""
-            yield Label(f"{param.name}{mark}", classes="param-label")
+            yield Label(f"{param.name}{mark}", classes="param-label", markup=False)
             if param.description:
-                yield Static(param.description, classes="hint")
+                yield Static(param.description, classes="hint", markup=False)
             value = self.given.get(param.name) or param.default
             if param.choices:
                 yield Select(
@@ -54,7 +59,7 @@ class ParamsForm(Vertical):
                     max_length=param.max_length or 0,
                     id=_field_id(param),
                 )
-            yield Static("", classes="field-error", id=f"error-{param.name}")
+            yield Static("", classes="field-error", id=f"error-{param.name}", markup=False)
 
     def values(self) -> dict[str, str]:
         """What the form holds now, empty fields left out."""
@@ -127,24 +132,23 @@ class SkillPanel(VerticalScroll):
                 id="no-skill",
             )
             return
-        yield Label(skill.name, classes="skill-name")
+        yield Label(skill.name, classes="skill-name", markup=False)
         yield Static(
-            f"{skill.source} · {shown_path(skill.path)}", classes="hint", id="skill-source"
+            f"{skill.source} · {shown_path(skill.path)}",
+            classes="hint",
+            id="skill-source",
+            markup=False,
         )
         if skill.description:
             yield Markdown(skill.description, id="skill-description")
         yield Label("Parameters", classes="section")
         yield ParamsForm(skill, self.given)
-        yield Static(
-            f"ctrl+r runs {skill.name} on [b]{self.host}[/b]", classes="hint", id="run-hint"
-        )
+        yield Static(_run_hint(skill.name, self.host), classes="hint", id="run-hint")
 
     def set_host(self, host: str) -> None:
         self.host = host
         if self.skill is not None:
-            self.query_one("#run-hint", Static).update(
-                f"ctrl+r runs {self.skill.name} on [b]{host}[/b]"
-            )
+            self.query_one("#run-hint", Static).update(_run_hint(self.skill.name, host))
 
     @property
     def form(self) -> ParamsForm | None:

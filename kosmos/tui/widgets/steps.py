@@ -40,12 +40,12 @@ class AskStep(Vertical):
         with Horizontal(classes="step-head"):
             yield Label(f"{tag} step {self.question.step}", classes="tag", markup=False)
             yield Label("awaiting answer", classes="state awaiting", id="state")
-        yield Static(self.question.text, classes="question")
+        yield Static(self.question.text, classes="question", markup=False)
         hint = "type an answer, enter submits" + (
             "" if self.question.required else "; escape or an empty answer skips"
         )
         yield Input(placeholder=hint, id="answer")
-        yield Static("", classes="step-error", id="error")
+        yield Static("", classes="step-error", id="error", markup=False)
 
     def focus_input(self) -> None:
         if self.awaiting:
@@ -120,7 +120,7 @@ class DoneCard(Vertical):
         if r.status == "done":
             yield Markdown(self.text, id="result")
         else:
-            yield Static(self.text, id="result", classes="step-error")
+            yield Static(self.text, id="result", classes="step-error", markup=False)
         stats = (
             f"steps: {r.steps} · duration: {r.duration_s:.1f} s · commands run: "
             f"{r.commands_run} · exit code: {r.exit_code}"
@@ -136,7 +136,7 @@ class Thinking(Static):
     """The LLM is working on step N: elapsed time, retries."""
 
     def __init__(self, step: int) -> None:
-        super().__init__("", classes="thinking")
+        super().__init__("", classes="thinking", markup=False)
         self.step = step
         self.note = ""
         self._started = time.monotonic()
@@ -174,7 +174,7 @@ class ErrorCard(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(f"{self.kind} error", classes="tag")
-        yield Static(self.reason, classes="step-error", id="reason")
+        yield Static(self.reason, classes="step-error", id="reason", markup=False)
         with Horizontal(classes="actions shown"):
             yield Button("Retry", variant="warning", id="retry", compact=True)
             yield Button("End run", id="give-up", compact=True)

@@ -1,0 +1,135 @@
+"""The approval gate: the policy decides first, then, only where it must, the operator.
+
+Policies (issue: safety and recovery):
+
+* `ask`: every command waits for the operator.
+* `read-only`: commands the safety policy finds read-only run unasked; the rest are asked
+  for, and refused with the LLM told why when nobody can be asked (non-interactive).
+* `auto` (`--yes`): commands run unasked.
+
+Whatever the policy, a dangerous command needs the operator to type the host's name (the
+front end checks it); a non-interactive run refuses it unless `allow_dangerous` is set. An
+untagged reply's inferred command always needs a person. The operator may answer
+`auto_read_only`, after which read-only commands run unasked for the rest of the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kosmos.engine.operator import Approval, CommandProposal, Operator
+from kosmos.events import CommandDecision
+from kosmos.prompts import Prompts
+from kosmos.safety import Verdict, assess
+
+Policy = Literal["ask", "read-only", "auto"]
+
+# An operator who keeps editing a command into something else is asked again about the
+# edited one; past this many rounds the command is skipped.
+MAX_EDIT_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What becomes of one proposed command.
+
+    `reason` is the safety policy's one-line verdict; for `refused` it is the text the LLM
+    is told instead of an output.
+    """
+
+    action: Literal["run", "skip", "edit", "refused"]
+    command: str
+    by: Literal["operator", "policy", "replay"]
+    risk: Verdict
+    reason: str
+
+    def event(self, step: int, proposed: str) -> CommandDecision:
+        return CommandDecision(
+            step=step,
+            decision=self.action,
+            command=self.command,
+            proposed=proposed,
+            by=self.by,
+            risk=self.risk,
+            reason=self.reason,
+        )
+
+
+class ApprovalGate:
+    """Decides, for each command the LLM proposes, whether it runs."""
+
+    def __init__(
+        self,
+        operator: Operator,
+        prompts: Prompts,
+        *,
+        host: str,
+        policy: Policy = "ask",
+        non_interactive: bool = False,
+        allow_dangerous: bool = False,
+    ) -> None:
+        self.operator = operator
+        self.prompts = prompts
+        self.host = host
+        self.policy = policy
+        self.non_interactive = non_interactive
+        self.allow_dangerous = allow_dangerous
+        # Set by the operator's `a` answer (line mode) or the TUI toggle.
+        self.auto_read_only = False
+
+    async def decide(
+        self, step: int, command: str, *, inferred: bool = False, rerun: bool = False
+    ) -> Decision:
+        """The decision on `command`. `rerun`: it was started before and its result was lost."""
+        verdict = assess(command)
+        risk, reason = verdict.verdict, verdict.reason
+        p = self.prompts
+        if risk == "dangerous" and self.non_interactive and not self.allow_dangerous:
+            told = p["SKILL_REFUSED_DANGEROUS"].format(reason=reason)
+            return Decision("refused", command, "policy", risk, told)
+        if rerun and self.non_interactive:
+            return Decision("refused", command, "policy", risk, p["SKILL_REFUSED_UNKNOWN_RESULT"])
+        needs_person = inferred or rerun or (risk == "dangerous" and not self.non_interactive)
+        if not needs_person:
+            if self.policy == "auto":
+                return Decision("run", command, "policy", risk, reason)
+            if risk == "read_only" and (self.policy == "read-only" or self.auto_read_only):
+                return Decision("run", command, "policy", risk, reason)
+            if self.policy == "read-only" and self.non_interactive:
+                told = p["SKILL_REFUSED_READ_ONLY"].format(reason=reason)
+                return Decision("refused", command, "policy", risk, told)
+        return await self._ask(step, command, risk, reason, inferred)
+
+    async def _ask(
+        self, step: int, command: str, risk: Verdict, reason: str, inferred: bool
+    ) -> Decision:
+        proposed = command
+        for _ in range(MAX_EDIT_ROUNDS):
+            approval: Approval = await self.operator.approve(
+                CommandProposal(
+                    step=step,
+                    command=command,
+                    host=self.host,
+                    inferred=inferred,
+                    risk=risk,
+                    reason=reason,
+                )
+            )
+            if approval.auto_read_only:
+                self.auto_read_only = True
+            by = getattr(approval, "by", "operator")
+            if approval.action == "skip":
+                return Decision("skip", command, by, risk, reason)
+            if approval.action == "run" or not approval.command or approval.command == command:
+                action = "run" if command == proposed else "edit"
+                return Decision(action, command, by, risk, reason)
+            # The operator typed a different command: judge that one, and ask again only
+            # when it needs more than the approval just given (it became dangerous).
+            command = approval.command
+            edited = assess(command)
+            if edited.verdict == "dangerous" and risk != "dangerous":
+                risk, reason, inferred = edited.verdict, edited.reason, False
+                continue
+            return Decision("edit", command, by, edited.verdict, edited.reason)
+        return Decision("skip", command, "operator", risk, reason)

@@ -1,0 +1,113 @@
+"""What stands between host data and the LLM, the screen and the transcript.
+
+* Redaction: every event the session emits and every message it keeps passes through the
+  run's `Redactor`; streamed output is redacted line by line.
+* Fencing: command output and knowledge files are data. A line in them that the reply
+  parser would take for a directive (`[DONE]`, `[CMD] rm -rf /`, `**[ASK]**`) or for the
+  step counter is escaped with a backslash before the tag, so the LLM reads it as quoted
+  text; only the LLM's own reply is ever parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from kosmos.engine.parser import _TAG_RE
+from kosmos.events import Event, Message
+from kosmos.safety import Redactor
+
+_STEP_RE = re.compile(r"^([ \t>*_`]*)(\[\s*Step\s+\d+\s+of\s+\d+\s*\])", re.IGNORECASE)
+_LEAD = re.compile(r"^[ \t>*_`]*")
+
+# A partial line longer than this is shown before its newline arrives.
+MAX_PENDING = 4096
+
+
+def neutralise(text: str) -> str:
+    """`text` with every line that reads as a directive or a step marker escaped."""
+    if "[" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "[" not in line:
+            continue
+        if _TAG_RE.match(line) or _STEP_RE.match(line):
+            lead = _LEAD.match(line)
+            at = lead.end() if lead else 0
+            lines[i] = line[:at] + "\\" + line[at:]
+    return "\n".join(lines)
+
+
+# Fields that never carry host data or secrets: not worth a pass of the redactor.
+_PLAIN_FIELDS = frozenset({"type", "ts", "host", "run_id", "step", "kind", "status"})
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def redact_event(event: Event, redactor: Redactor) -> Event:
+    """The event with every string in it redacted (the same object when nothing changed)."""
+    changed: dict[str, Any] = {}
+    for name in type(event).model_fields:
+        if name in _PLAIN_FIELDS:
+            continue
+        value = getattr(event, name)
+        if isinstance(value, str):
+            clean: Any = redactor(value)
+        elif isinstance(value, list) and value and all(isinstance(m, Message) for m in value):
+            clean = [redact_message(m, redactor) for m in value]
+        elif isinstance(value, dict | list | tuple) and value and _plain(value):
+            clean = redactor.redact_obj(value)
+        elif isinstance(value, dict | list | tuple | BaseModel) and value:
+            # Nested models (tool calls, schemas): redact their plain form, rebuild the field.
+            plain = event.model_dump(include={name}, by_alias=False).get(name, value)
+            redacted = redactor.redact_obj(plain)
+            if redacted == plain:
+                continue
+            field = type(event).model_fields[name]
+            clean = TypeAdapter(field.annotation).validate_python(redacted)
+        else:
+            continue
+        if clean != value:
+            changed[name] = clean
+    return event.model_copy(update=changed) if changed else event
+
+
+def redact_message(message: Message, redactor: Redactor) -> Message:
+    """The message with its text and any tool-call arguments redacted."""
+    content = redactor(message.content)
+    calls = tuple(
+        c.model_copy(update={"args": redactor.redact_obj(c.args)}) for c in message.tool_calls
+    )
+    if content == message.content and calls == message.tool_calls:
+        return message
+    return message.model_copy(update={"content": content, "tool_calls": calls})
+
+
+class LineRedactor:
+    """Redacts streamed output a line at a time, so a secret split across chunks is caught."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        """Complete lines (and a very long partial one) ready to show, redacted."""
+        text = self._pending + text
+        cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+        if cut == 0 and len(text) > MAX_PENDING:
+            cut = len(text)
+        self._pending = text[cut:]
+        return self.redactor(text[:cut]) if cut else ""
+
+    def flush(self) -> str:
+        text, self._pending = self._pending, ""
+        return self.redactor(text) if text else ""

@@ -1,0 +1,233 @@
+"""Approve once for the whole fleet: the same command proposed on several hosts, one decision.
+
+Each host's session asks its own `Operator` (so each host's approval policy decides first
+whether a person is needed at all). In a fleet that operator is a `HostDesk`: it hands the
+proposal to the shared `ApprovalBroker`, which asks the front end one question at a time and
+groups the hosts waiting on the same command, so that the front end can offer "run on all N".
+
+A "run on all" decision also stands for hosts that propose the same command later in the
+run. A dangerous command is never decided for a group: every host is asked on its own, and
+the front end asks for that host's name (the safety rule), whatever the other hosts got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from kosmos.engine.operator import Approval, CommandProposal, Question
+from kosmos.errors import KosmosError
+from kosmos.safety import assess
+
+Scope = Literal["host", "all"]
+
+
+@dataclass(frozen=True)
+class FleetApproval:
+    """The front end's answer: `approval` for the asking host, or for every host (`all`)."""
+
+    approval: Approval
+    scope: Scope = "host"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One proposal shown to the operator, with the other hosts waiting on the same command."""
+
+    proposal: CommandProposal
+    hosts: tuple[str, ...]
+
+    @property
+    def dangerous(self) -> bool:
+        return self.proposal.risk == "dangerous"
+
+    @property
+    def count(self) -> int:
+        return len(self.hosts)
+
+
+class FleetDesk(Protocol):
+    """What a fleet front end implements: one question at a time, with the host named."""
+
+    async def decide(self, request: ApprovalRequest) -> FleetApproval:
+        """Run, skip or edit a command for the asking host or (not when dangerous) for all."""
+        ...
+
+    async def answer(self, host: str, question: Question) -> str | None:
+        """The answer to one host's [ASK]; None skips an optional one."""
+        ...
+
+    async def ask_secret(self, host: str, prompt: str) -> str | None:
+        """A secret for one host (a sudo password), typed masked; None declines."""
+        ...
+
+    async def retry(self, host: str, error: KosmosError) -> bool:
+        """An LLM error on one host: True sends the same request again."""
+        ...
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        """A host's unknown SSH key: True trusts it."""
+        ...
+
+
+@dataclass
+class _Pending:
+    proposal: CommandProposal
+    future: asyncio.Future[Approval] = field(repr=False)
+
+
+def _key(proposal: CommandProposal) -> tuple[str, bool]:
+    return (proposal.command, proposal.inferred)
+
+
+class ApprovalBroker:
+    """Serializes the fleet's questions to one front end and fans one decision out to many."""
+
+    def __init__(self, desk: FleetDesk) -> None:
+        self.desk = desk
+        self._pending: list[_Pending] = []
+        # Commands approved for every host: the approval a later proposal of them gets.
+        self._standing: dict[tuple[str, bool], Approval] = {}
+        self._lock = asyncio.Lock()
+        self._worker: asyncio.Task[None] | None = None
+        # Called when a host starts or stops waiting for the operator (for live views).
+        self.on_waiting: Callable[[str, bool], None] | None = None
+
+    def desk_for(self, host: str) -> HostDesk:
+        return HostDesk(self, host)
+
+    @property
+    def waiting(self) -> list[ApprovalRequest]:
+        """Proposals waiting for a decision, grouped by command (what a TUI lists)."""
+        groups: dict[tuple[str, bool], list[_Pending]] = {}
+        for p in self._pending:
+            groups.setdefault(_key(p.proposal), []).append(p)
+        return [
+            ApprovalRequest(ps[0].proposal, tuple(p.proposal.host for p in ps))
+            for ps in groups.values()
+        ]
+
+    async def approve(self, proposal: CommandProposal) -> Approval:
+        """A host's proposal: decided by a standing approval, or queued for the operator."""
+        # The policy may not have judged it (an older engine); the danger rule holds anyway.
+        if proposal.risk != "dangerous" and assess(proposal.command).verdict == "dangerous":
+            proposal = CommandProposal(
+                step=proposal.step,
+                command=proposal.command,
+                host=proposal.host,
+                inferred=proposal.inferred,
+                risk="dangerous",
+                reason=assess(proposal.command).reason,
+            )
+        standing = self._standing.get(_key(proposal))
+        if standing is not None and proposal.risk != "dangerous":
+            return standing
+        future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Pending(proposal, future))
+        self._notify(proposal.host, True)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.ensure_future(self._work())
+        try:
+            return await future
+        finally:
+            self._pending = [p for p in self._pending if p.future is not future]
+            self._notify(proposal.host, False)
+
+    def decide_all(self, command: str, approval: Approval, *, inferred: bool = False) -> int:
+        """Decide every non-dangerous proposal of `command` now and later; returns how many."""
+        key = (command, inferred)
+        if approval.action != "skip":
+            self._standing[key] = approval
+        count = 0
+        for p in list(self._pending):
+            if _key(p.proposal) == key and p.proposal.risk != "dangerous" and not p.future.done():
+                p.future.set_result(approval)
+                count += 1
+        return count
+
+    async def _work(self) -> None:
+        while True:
+            head = next((p for p in self._pending if not p.future.done()), None)
+            if head is None:
+                return
+            prop = head.proposal
+            if prop.risk == "dangerous":
+                hosts: tuple[str, ...] = (prop.host,)
+            else:
+                hosts = tuple(
+                    p.proposal.host
+                    for p in self._pending
+                    if _key(p.proposal) == _key(prop)
+                    and p.proposal.risk != "dangerous"
+                    and not p.future.done()
+                )
+            try:
+                async with self._lock:
+                    decision = await self.desk.decide(ApprovalRequest(prop, hosts))
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting session
+                if not head.future.done():
+                    head.future.set_exception(e)
+                if isinstance(e, asyncio.CancelledError):
+                    raise
+                continue
+            if decision.scope == "all" and prop.risk != "dangerous":
+                self.decide_all(prop.command, decision.approval, inferred=prop.inferred)
+            if not head.future.done():
+                head.future.set_result(decision.approval)
+
+    async def answer(self, host: str, question: Question) -> str | None:
+        async with self._lock:
+            self._notify(host, True)
+            try:
+                return await self.desk.answer(host, question)
+            finally:
+                self._notify(host, False)
+
+    async def ask_secret(self, host: str, prompt: str) -> str | None:
+        async with self._lock:
+            return await self.desk.ask_secret(host, prompt)
+
+    async def retry(self, host: str, error: KosmosError) -> bool:
+        async with self._lock:
+            return await self.desk.retry(host, error)
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        async with self._lock:
+            return await self.desk.confirm_host_key(host, key_type, fingerprint)
+
+    def _notify(self, host: str, waiting: bool) -> None:
+        if self.on_waiting is not None:
+            self.on_waiting(host, waiting)
+
+    async def aclose(self) -> None:
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+
+
+class HostDesk:
+    """One host's `Operator` (and `HostPrompter`) in a fleet: every question goes through the
+    shared broker."""
+
+    def __init__(self, broker: ApprovalBroker, host: str) -> None:
+        self.broker = broker
+        self.host = host
+
+    async def approve(self, proposal: CommandProposal) -> Approval:
+        return await self.broker.approve(proposal)
+
+    async def answer(self, question: Question) -> str | None:
+        return await self.broker.answer(self.host, question)
+
+    async def retry(self, error: KosmosError) -> bool:
+        return await self.broker.retry(self.host, error)
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        return await self.broker.ask_secret(self.host, prompt)
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        return await self.broker.confirm_host_key(self.host, key_type, fingerprint)

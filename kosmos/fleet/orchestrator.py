@@ -1,0 +1,508 @@
+"""Run one skill on many hosts: a session per host, bounded forks and LLM concurrency.
+
+The front end supplies the parts that differ per front end as factories (how to open a
+host's runner, which operator a host gets, how to build a session) and receives every
+event tagged with its host. `Fleet.runs` is the live state a table or a TUI shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
+from kosmos.engine.session import Session
+from kosmos.errors import (
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_HOST,
+    EXIT_INTERRUPTED,
+    EXIT_LLM,
+    EXIT_NEEDS_INPUT,
+    EXIT_STEP_LIMIT,
+    EXIT_USAGE,
+    HostError,
+    KosmosError,
+    UsageError,
+)
+from kosmos.events import (
+    CommandFinished,
+    CommandStarted,
+    Directive,
+    Emit,
+    Event,
+    LLMRequest,
+    RunFinished,
+)
+from kosmos.fleet.canary import CanaryRecord, Replay
+from kosmos.fleet.targets import HostSpec
+from kosmos.hosts.runner import Runner
+from kosmos.llm.provider import Provider, Reply
+
+# DESIGN: a fleet exits with the first of these codes that some host ended with.
+EXIT_PRIORITY = (EXIT_INTERRUPTED, EXIT_HOST, EXIT_LLM, EXIT_FAILED, EXIT_NEEDS_INPUT)
+EXIT_PRIORITY += (EXIT_STEP_LIMIT, EXIT_USAGE)
+DEFAULT_FORKS = 10
+
+HostState = Literal[
+    "queued",
+    "connecting",
+    "thinking",
+    "replaying",
+    "approval",
+    "question",
+    "running",
+    "done",
+    "failed",
+    "step_limit",
+    "needs_input",
+    "error",
+    "aborted",
+    "unreachable",
+    "skipped",
+]
+
+
+@dataclass(frozen=True)
+class SessionParts:
+    """What the orchestrator hands the front end's session factory for one host."""
+
+    host: HostSpec
+    runner: Runner
+    provider: Provider
+    operator: Operator
+    emit: Emit
+
+
+RunnerFactory = Callable[[HostSpec], Runner]
+OperatorFactory = Callable[[HostSpec], Operator]
+SessionFactory = Callable[[SessionParts], Session]
+
+
+@dataclass
+class HostRun:
+    """One host's live state in the fleet."""
+
+    spec: HostSpec
+    state: HostState = "queued"
+    step: int = 0
+    last_command: str | None = None
+    last_exit: int | None = None
+    started: float | None = None
+    finished: float | None = None
+    result: RunFinished | None = None
+    replay: Replay | None = None
+    session: Session | None = None
+    canary: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def elapsed(self, now: float | None = None) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.finished or now or time.monotonic()) - self.started
+
+    @property
+    def mode(self) -> str:
+        """How the LLM drove this host: llm, canary, replay, or replay then llm."""
+        if self.canary:
+            return "canary"
+        if self.replay is None:
+            return "llm"
+        return "replay" if self.replay.following else "diverged"
+
+
+class HostSummary(BaseModel):
+    host: str
+    target: str
+    status: str
+    steps: int
+    duration_s: float
+    last_exit_code: int | None
+    exit_code: int
+    commands_run: int
+    message: str
+    mode: str
+    diverged_at_step: int | None = None
+    transcript: str | None = None
+
+
+class FleetFinished(Event):
+    """The fleet's final `result` line: it has no host and lists every host's outcome."""
+
+    type: Literal["result"] = "result"
+    scope: Literal["fleet"] = "fleet"
+    status: str
+    exit_code: int
+    message: str
+    duration_s: float
+    counts: dict[str, int]
+    hosts: list[HostSummary]
+
+
+def fleet_exit_code(codes: Sequence[int]) -> int:
+    """0 when every host is done, else the highest-priority failure (DESIGN's order)."""
+    if all(c == EXIT_DONE for c in codes):
+        return EXIT_DONE
+    for code in EXIT_PRIORITY:
+        if code in codes:
+            return code
+    return max(codes)
+
+
+_STATUS_OF_CODE = {
+    EXIT_DONE: "done",
+    EXIT_FAILED: "failed",
+    EXIT_USAGE: "error",
+    EXIT_STEP_LIMIT: "step_limit",
+    EXIT_NEEDS_INPUT: "needs_input",
+    EXIT_LLM: "error",
+    EXIT_HOST: "error",
+    EXIT_INTERRUPTED: "aborted",
+}
+
+
+class BoundedProvider:
+    """A provider shared by every host, with at most `limit` requests in flight."""
+
+    def __init__(self, provider: Provider, limit: int) -> None:
+        self.inner = provider
+        self.name = provider.name
+        self.model = provider.model
+        self.base_url = provider.base_url
+        self._slots = asyncio.Semaphore(limit)
+
+    @property
+    def capabilities(self) -> Any:
+        # Shared on purpose: a capability one host's request had refused stays off for all.
+        return self.inner.capabilities
+
+    async def complete(self, messages: Sequence[Any], **kwargs: Any) -> Reply:
+        async with self._slots:
+            return await self.inner.complete(messages, **kwargs)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class NamedRunner:
+    """A runner shown under the fleet's name for its host (an inventory name, an alias)."""
+
+    def __init__(self, runner: Runner, name: str) -> None:
+        self.inner = runner
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    async def connect(self) -> None:
+        await self.inner.connect()
+
+    async def run(self, command: str, **kwargs: Any) -> Any:
+        return await self.inner.run(command, **kwargs)
+
+    async def read_file(self, path: str, *, timeout: float) -> str | None:
+        return await self.inner.read_file(path, timeout=timeout)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class _Tracked:
+    """A host's operator that marks the host as waiting for a person while it asks."""
+
+    def __init__(self, inner: Operator, run: HostRun) -> None:
+        self.inner = inner
+        self.run = run
+
+    async def _waiting(self, state: HostState, call: Any) -> Any:
+        before = self.run.state
+        self.run.state = state
+        try:
+            return await call
+        finally:
+            if self.run.state == state:
+                self.run.state = before
+
+    async def approve(self, proposal: CommandProposal) -> Approval:
+        return await self._waiting("approval", self.inner.approve(proposal))
+
+    async def answer(self, question: Question) -> str | None:
+        return await self._waiting("question", self.inner.answer(question))
+
+    async def retry(self, error: KosmosError) -> bool:
+        return await self.inner.retry(error)
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        return await self._waiting("question", self.inner.ask_secret(prompt))
+
+
+class Fleet:
+    """Runs a session on every host, at most `forks` at once; with a canary, that host first."""
+
+    def __init__(
+        self,
+        hosts: Sequence[HostSpec],
+        *,
+        open_runner: RunnerFactory,
+        make_operator: OperatorFactory,
+        make_session: SessionFactory,
+        provider: Provider,
+        forks: int = DEFAULT_FORKS,
+        llm_concurrency: int | None = None,
+        canary: str | None = None,
+        on_event: Emit | None = None,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        if not hosts:
+            raise UsageError("no hosts to run on; give --host, --hosts or -i INVENTORY")
+        names = [h.name for h in hosts]
+        if canary is not None and canary not in names:
+            raise UsageError(
+                f"--canary {canary}: not one of this run's hosts ({', '.join(names[:10])}"
+                f"{', …' if len(names) > 10 else ''}); pick one of them"
+            )
+        self.hosts = list(hosts)
+        self.open_runner = open_runner
+        self.make_operator = make_operator
+        self.make_session = make_session
+        self.provider = BoundedProvider(provider, llm_concurrency or forks)
+        self.forks = forks
+        self.canary = canary
+        self.on_event = on_event
+        # Sessions mask secrets in their own events; this masks the fleet's (connect errors).
+        self.redact = redact or (lambda text: text)
+        self.runs = {h.name: HostRun(h, canary=h.name == canary) for h in hosts}
+        self._forks = asyncio.Semaphore(forks)
+        self._started = 0.0
+        self._finished: float | None = None
+        self.result: FleetFinished | None = None
+
+    # -- running -----------------------------------------------------------------------
+
+    async def run(self) -> FleetFinished:
+        """Run every host to its end; unreachable or failing hosts never stop the others.
+
+        Cancelled (Ctrl-C), every host's run ends as aborted and `result` still holds the
+        fleet's outcome, emitted like a finished one.
+        """
+        self._started = time.monotonic()
+        try:
+            if self.canary is None:
+                await _all([self._host(r) for r in self.runs.values()])
+            else:
+                await self._with_canary(self.runs[self.canary])
+        finally:
+            self._finished = time.monotonic()
+            for run in self.runs.values():
+                if run.result is None:
+                    self._end_without_session(
+                        run, "aborted", EXIT_INTERRUPTED, "interrupted before it finished"
+                    )
+            self.result = self.summary()
+            self._emit(self.result)
+        return self.result
+
+    async def _with_canary(self, canary: HostRun) -> None:
+        record = CanaryRecord(canary.name)
+        await self._host(canary, record=record)
+        others = [r for r in self.runs.values() if r is not canary]
+        assert canary.result is not None
+        if canary.result.status != "done":
+            for run in others:
+                self._end_without_session(
+                    run,
+                    "skipped",
+                    canary.result.exit_code,
+                    f"not run: the canary {canary.name} ended {canary.result.status}",
+                )
+            return
+        await _all([self._host(r, replay_of=record) for r in others])
+
+    async def _host(
+        self,
+        run: HostRun,
+        *,
+        record: CanaryRecord | None = None,
+        replay_of: CanaryRecord | None = None,
+    ) -> None:
+        async with self._forks:
+            run.started = time.monotonic()
+            run.state = "connecting"
+            runner: Runner | None = None
+            try:
+                runner = self.open_runner(run.spec)
+                if runner.name != run.name:
+                    runner = NamedRunner(runner, run.name)
+                await runner.connect()
+            except KosmosError as e:
+                unreachable = isinstance(e, HostError)
+                status = "unreachable" if unreachable else e.status
+                self._end_without_session(run, status, e.exit_code, str(e))
+                if runner is not None:
+                    await _close_quietly(runner)
+                return
+            except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet
+                self._end_without_session(run, "error", EXIT_FAILED, f"{type(e).__name__}: {e}")
+                if runner is not None:
+                    await _close_quietly(runner)
+                return
+            try:
+                await self._session(run, runner, record, replay_of)
+            except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet
+                self._end_without_session(run, "error", EXIT_FAILED, f"{type(e).__name__}: {e}")
+            finally:
+                await _close_quietly(runner)
+
+    async def _session(
+        self,
+        run: HostRun,
+        runner: Runner,
+        record: CanaryRecord | None,
+        replay_of: CanaryRecord | None,
+    ) -> None:
+        emit = self._emitter(run, record)
+        operator: Operator = _Tracked(self.make_operator(run.spec), run)
+        provider: Provider = self.provider
+        if replay_of is not None:
+            run.replay = Replay(replay_of, provider, operator, emit)
+            provider, operator = run.replay.provider, run.replay.operator
+        session = self.make_session(SessionParts(run.spec, runner, provider, operator, emit))
+        run.session = session
+        await session.run()
+
+    def _emitter(self, run: HostRun, record: CanaryRecord | None) -> Emit:
+        def emit(event: Event) -> None:
+            if event.host != run.name:
+                event = event.model_copy(update={"host": run.name})
+            self._track(run, event)
+            if record is not None:
+                record.observe(event)
+            if run.replay is not None:
+                run.replay.observe(event)
+            self._emit(event)
+
+        return emit
+
+    def _emit(self, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _track(self, run: HostRun, event: Event) -> None:
+        match event:
+            case LLMRequest():
+                following = run.replay is not None and run.replay.following
+                run.state = "replaying" if following else "thinking"
+                run.step = event.step
+            case Directive():
+                run.step = event.step
+            case CommandStarted():
+                run.state = "running"
+                run.last_command = event.command
+            case CommandFinished():
+                run.last_exit = event.exit_code
+            case RunFinished():
+                run.result = event
+                run.state = event.status
+                run.finished = time.monotonic()
+            case _:
+                pass
+
+    def _end_without_session(self, run: HostRun, status: str, exit_code: int, message: str) -> None:
+        """A host that ended without a session result: unreachable, skipped, interrupted."""
+        if run.result is not None:
+            return
+        run.finished = time.monotonic()
+        result = RunFinished(
+            host=run.name,
+            status=status if status in _RESULT_STATUSES else "error",  # type: ignore[arg-type]
+            steps=run.step,
+            message=self.redact(message),
+            exit_code=exit_code,
+            duration_s=run.elapsed(),
+        )
+        run.result = result
+        run.state = status  # type: ignore[assignment]
+        self._emit(result)
+
+    # -- results -----------------------------------------------------------------------
+
+    def summary(self) -> FleetFinished:
+        """The fleet's outcome so far: every host's result, counts and the exit code."""
+        hosts = []
+        for run in self.runs.values():
+            r = run.result
+            hosts.append(
+                HostSummary(
+                    host=run.name,
+                    target=run.spec.target,
+                    status=run.state if r is None or run.state == "unreachable" else r.status,
+                    steps=r.steps if r else run.step,
+                    duration_s=round(run.elapsed(), 3),
+                    last_exit_code=run.last_exit,
+                    exit_code=r.exit_code if r else EXIT_INTERRUPTED,
+                    commands_run=r.commands_run if r else 0,
+                    message=r.message if r else "",
+                    mode=run.mode,
+                    diverged_at_step=run.replay.diverged_at if run.replay else None,
+                    transcript=r.transcript if r else None,
+                )
+            )
+        code = fleet_exit_code([h.exit_code for h in hosts])
+        counts: dict[str, int] = {}
+        for h in hosts:
+            counts[h.status] = counts.get(h.status, 0) + 1
+        done = counts.get("done", 0)
+        rest = [
+            f"{n} {status} ({', '.join(h.host for h in hosts if h.status == status)[:120]})"
+            for status, n in counts.items()
+            if status != "done"
+        ]
+        message = f"{done} of {len(hosts)} hosts done" + ("; " + "; ".join(rest) if rest else "")
+        end = self._finished or time.monotonic()
+        return FleetFinished(
+            status=_STATUS_OF_CODE.get(code, "error"),
+            exit_code=code,
+            message=message,
+            duration_s=round(end - self._started, 3) if self._started else 0.0,
+            counts=counts,
+            hosts=hosts,
+        )
+
+
+_RESULT_STATUSES = frozenset(
+    {"done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"}
+)
+
+
+async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
+    """Run the hosts' coroutines together; cancelled, wait until every host has cleaned up.
+
+    A plain gather returns as soon as the first child is cancelled, while the others are still
+    ending their commands; the process trees of those would outlive kosmos.
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        # gather has asked each host to stop once; a second request would cut short the
+        # shielded clean-up of a command being ended.
+        for task in tasks:
+            if not task.done() and not task.cancelling():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def _close_quietly(runner: Runner) -> None:
+    try:
+        await runner.close()
+    except Exception:  # noqa: BLE001 - closing a dead connection must not mask the result
+        return

@@ -1,0 +1,228 @@
+"""`kosmos run SKILL` on many hosts: build the fleet's parts, show its table, print its summary."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import re
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from kosmos.engine.approval import Policy
+from kosmos.engine.operator import Operator
+from kosmos.engine.session import Session, SessionOptions
+from kosmos.errors import UsageError
+from kosmos.events import Event, Notice
+from kosmos.fleet.approvals import ApprovalBroker
+from kosmos.fleet.journal import Journal
+from kosmos.fleet.orchestrator import Fleet, FleetFinished, SessionParts
+from kosmos.fleet.targets import HostSpec, resolve_hosts
+from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
+from kosmos.frontends.headless import HeadlessOperator
+from kosmos.frontends.render import JsonRenderer
+from kosmos.frontends.run import (
+    RunFrontend,
+    ask_param_in_terminal,
+    resolve_policy,
+    skill_library,
+)
+from kosmos.hosts.factory import make_runner
+from kosmos.hosts.runner import Runner
+from kosmos.llm.factory import make_provider
+from kosmos.prompts import Prompts
+from kosmos.skills.model import Skill
+from kosmos.skills.params import parse_param_flags, resolve_params
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", name)[:80] or "host"
+
+
+class FleetFrontend(RunFrontend):
+    """One skill on many hosts, in line mode or headless; transcripts in one run directory."""
+
+    broker: ApprovalBroker | None = None
+    on_event: Callable[[Event], None] | None = None
+
+    def hosts(self) -> list[HostSpec]:
+        req = self.request
+        return resolve_hosts(
+            req.hosts,
+            req.hosts_pattern,
+            inventory=req.inventory,
+            ssh_config=self.home / ".ssh" / "config",
+        )
+
+    def open_runner(self, spec: HostSpec) -> Runner:
+        prompter = self.broker.desk_for(spec.name) if self.broker is not None else None
+
+        def notify(message: str) -> None:
+            if self.on_event is not None:
+                self.on_event(Notice(message=self.redactor(message), host=spec.name))
+
+        return make_runner(spec.target, self.settings, prompter=prompter, notify=notify)
+
+    def policy_for(self, spec: HostSpec) -> Policy:
+        """The host's approval policy; config may pin it under its name or its target."""
+        policy, source = resolve_policy(self.request, self.settings, spec.name)
+        if not source.startswith("config") and spec.target != spec.name:
+            by_target, source = resolve_policy(self.request, self.settings, spec.target)
+            if source.startswith("config"):
+                return by_target
+        return policy
+
+    async def run(self) -> int:
+        req, settings = self.request, self.settings
+        if req.resume is not None or req.replay is not None:
+            raise UsageError(
+                "--resume and --replay continue or replay one host's run; run them with one --host"
+            )
+        hosts = self.hosts()
+        prompts = Prompts.load(settings.prompts_file)
+        skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
+        ask = None if req.non_interactive else ask_param_in_terminal(self.console)
+        params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
+        run_id = uuid.uuid4().hex
+        assert settings.transcript_dir is not None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        run_dir = req.transcript or settings.transcript_dir / (
+            f"{stamp}-{_safe(skill.name)}-fleet-{run_id[:8]}"
+        )
+        if run_dir.exists() and not run_dir.is_dir():
+            raise UsageError(
+                f"--transcript {run_dir}: a fleet writes one transcript per host into a "
+                "directory; give a directory (new or existing)"
+            )
+        journal = Journal(run_dir)
+        provider = make_provider(settings)
+        json_out = JsonRenderer() if req.json else None
+        options = SessionOptions(
+            max_steps=req.max_steps or settings.max_steps,
+            command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
+            knowledge_timeout=settings.knowledge_timeout,
+            history_mode=skill.history_mode,
+            history_max=skill.history_max,
+            prompt=req.prompt,
+            non_interactive=req.non_interactive,
+            allow_dangerous=req.allow_dangerous,
+            # --protocol > the skill's frontmatter > the config file > tags.
+            protocol=req.protocol or skill.protocol or settings.protocol,
+        )
+
+        def on_event(event: Event) -> None:
+            journal.write(event)
+            if json_out is not None:
+                json_out(event)
+            view(event)
+
+        def make_session(parts: SessionParts) -> Session:
+            host_options = dataclasses.replace(options, policy=self.policy_for(parts.host))
+            return self._session(skill, params, parts, prompts, host_options, run_id, journal.path)
+
+        def make_operator(spec: HostSpec) -> Operator:
+            if self.broker is not None:
+                return self.broker.desk_for(spec.name)
+            # `--yes` is the `auto` policy, applied by the engine per host.
+            return HeadlessOperator(yes=False, answers=req.answers)
+
+        fleet = Fleet(
+            hosts,
+            open_runner=self.open_runner,
+            make_operator=make_operator,
+            make_session=make_session,
+            provider=provider,
+            forks=req.forks,
+            llm_concurrency=req.llm_concurrency,
+            canary=req.canary,
+            on_event=on_event,
+            redact=self.redactor,
+        )
+        # A terminal gets the live table (on stderr); a log gets one line per event (on
+        # stdout, beside the summary), unless stdout carries --json.
+        live = self.console.err.isatty()
+        stream = self.console.err if live or req.json else self.console.out
+        view = FleetView(self.console, fleet, stream=stream, live=live, quiet=req.json)
+        if self.line_mode:
+            desk = LineFleetDesk(self.console, view, yes=req.yes, answers=req.answers)
+            self.broker = ApprovalBroker(desk)
+        self.on_event = on_event
+        if not req.json:
+            where = f" · canary {req.canary}" if req.canary else ""
+            self.console.say(
+                self.console.style(f"▶ {skill.name}", "1")
+                + f" on {len(hosts)} hosts · forks {req.forks}{where} · model {settings.model}",
+                stream=stream,
+            )
+        view.start()
+        try:
+            result = await self._drive(fleet)
+        finally:
+            await view.stop()
+            if self.broker is not None:
+                await self.broker.aclose()
+            journal.close()
+            await provider.aclose()
+        self._report(result, run_dir, canary=req.canary is not None)
+        return result.exit_code
+
+    def _session(
+        self,
+        skill: Skill,
+        params: dict[str, str],
+        parts: SessionParts,
+        prompts: Prompts,
+        options: SessionOptions,
+        run_id: str,
+        transcript_path: Callable[[str], Path],
+    ) -> Session:
+        path = transcript_path(parts.host.name)
+        return Session(
+            skill,
+            params=params,
+            runner=parts.runner,
+            provider=parts.provider,
+            operator=parts.operator,
+            prompts=prompts,
+            emit=parts.emit,
+            options=options,
+            run_id=f"{run_id}-{parts.host.name}",
+            transcript=str(path),
+            redactor=self.redactor,
+        )
+
+    async def _drive(self, fleet: Fleet) -> FleetFinished:
+        """Run the fleet; Ctrl-C or SIGTERM ends every host's run and still prints the summary."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(fleet.run())
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, task.cancel)
+                installed.append(sig)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            assert fleet.result is not None
+            return fleet.result
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def _report(self, result: FleetFinished, run_dir: Path, *, canary: bool) -> None:
+        (run_dir / "fleet.json").write_text(
+            json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        )
+        c = self.console
+        out = c.err if self.request.json else c.out
+        for line in summary_lines(result, canary=canary):
+            c.say(line, stream=out)
+        color = "32" if result.exit_code == 0 else "31"
+        c.say(c.style(f"■ {result.message} · {result.duration_s:.1f}s", color), stream=out)
+        c.say(c.style(f"  transcripts: {run_dir}", "2"), stream=c.err)
+        if result.exit_code != 0 and self.request.json:
+            c.error(f"kosmos: {result.message}")

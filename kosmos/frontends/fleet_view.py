@@ -1,0 +1,284 @@
+"""A fleet run in a terminal: a live table of hosts, the summary, one question at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import TextIO
+
+from kosmos.engine.operator import Approval, Question
+from kosmos.errors import InputNeeded, KosmosError
+from kosmos.events import (
+    CommandFinished,
+    CommandStarted,
+    Directive,
+    Event,
+    Notice,
+    RunFinished,
+)
+from kosmos.fleet.approvals import ApprovalRequest, FleetApproval
+from kosmos.fleet.orchestrator import Fleet, FleetFinished, HostRun
+from kosmos.frontends.console import Console, EndOfInput
+
+REDRAW_S = 0.25
+COMMAND_WIDTH = 48
+
+_COLORS = {
+    "done": "32",
+    "failed": "31",
+    "error": "31",
+    "unreachable": "31",
+    "aborted": "31",
+    "step_limit": "33",
+    "needs_input": "33",
+    "skipped": "2",
+    "approval": "35",
+    "question": "35",
+    "queued": "2",
+}
+
+
+def _short(text: str | None, width: int = COMMAND_WIDTH) -> str:
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Plain aligned columns, two spaces apart; the last column is not padded."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = []
+    for row in [headers, *rows]:
+        cells = [str(c).ljust(w) for c, w in zip(row[:-1], widths[:-1], strict=True)]
+        lines.append("  ".join([*cells, str(row[-1])]).rstrip())
+    return lines
+
+
+def live_rows(runs: Sequence[HostRun], now: float) -> list[list[str]]:
+    return [
+        [
+            r.name,
+            r.state + (" (replay)" if r.state == "running" and r.mode == "replay" else ""),
+            str(r.step or ""),
+            _short(r.last_command),
+            f"{r.elapsed(now):.1f}s" if r.started else "",
+        ]
+        for r in runs
+    ]
+
+
+def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
+    """The final table: host, status, steps, duration, last exit code (and how it was driven)."""
+    headers = ["HOST", "STATUS", "STEPS", "DURATION", "LAST EXIT"]
+    if canary:
+        headers.append("MODE")
+    rows = []
+    for h in result.hosts:
+        row = [
+            h.host,
+            h.status,
+            str(h.steps),
+            f"{h.duration_s:.1f}s",
+            "" if h.last_exit_code is None else str(h.last_exit_code),
+        ]
+        if canary:
+            row.append(h.mode + (f" at step {h.diverged_at_step}" if h.diverged_at_step else ""))
+        rows.append(row)
+    return table(headers, rows)
+
+
+class FleetView:
+    """The live table: redrawn in place on a terminal, one line per notable event otherwise."""
+
+    def __init__(
+        self, console: Console, fleet: Fleet, *, stream: TextIO, live: bool, quiet: bool = False
+    ) -> None:
+        self.c = console
+        self.fleet = fleet
+        self.stream = stream
+        self.live = live
+        # Quiet: no event log (stdout carries --json); a terminal still gets the live table.
+        self.quiet = quiet
+        self._drawn = 0
+        self._paused = 0
+        self._task: asyncio.Task[None] | None = None
+
+    # -- the live table (terminal) -------------------------------------------------------
+
+    def start(self) -> None:
+        if self.live and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._redraw_forever())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._erase()
+
+    async def _redraw_forever(self) -> None:
+        while True:
+            if not self._paused:
+                self.draw()
+            await asyncio.sleep(REDRAW_S)
+
+    def draw(self) -> None:
+        runs = list(self.fleet.runs.values())
+        lines = table(
+            ["HOST", "STATE", "STEP", "LAST COMMAND", "ELAPSED"],
+            live_rows(runs, time.monotonic()),
+        )
+        out = self._erase_codes() + "".join(f"\x1b[K{line}\n" for line in lines)
+        self.stream.write(out)
+        self.stream.flush()
+        self._drawn = len(lines)
+
+    def _erase_codes(self) -> str:
+        return f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""
+
+    def _erase(self) -> None:
+        if self._drawn:
+            self.stream.write(self._erase_codes())
+            self.stream.flush()
+            self._drawn = 0
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Hide the live table while the operator is asked something."""
+        self._paused += 1
+        self._erase()
+        try:
+            yield
+        finally:
+            self._paused -= 1
+
+    # -- the event log (no terminal) -----------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        """One line per notable event, prefixed with the host, when the table cannot redraw."""
+        if self.live or self.quiet:
+            return
+        host = event.host or ""
+        line: str | None = None
+        match event:
+            case CommandStarted():
+                line = f"[{event.step}] $ {event.command}"
+            case CommandFinished():
+                status = "timed out" if event.timed_out else f"exit {event.exit_code}"
+                line = f"[{event.step}] └ {status} · {event.duration_s:.1f}s"
+            case Directive() if event.kind in ("ask", "message"):
+                line = f"[{event.step}] {event.kind.upper()} {_short(event.text, 200)}"
+            case Notice():
+                line = f"! {event.message}"
+            case RunFinished():
+                line = f"■ {event.status}: {_short(event.message, 200)}"
+            case _:
+                pass
+        if line is not None:
+            self.c.say(f"{host}  {line}", stream=self.stream)
+
+
+class LineFleetDesk:
+    """Line mode's side of the approval broker: one question at a time, the hosts named.
+
+    `y` runs the command on the asking host, `a` on every host that proposes it (now or later
+    in this run), `n` skips it there, `e` edits it there. A dangerous command is run only on
+    the host whose name the operator types.
+    """
+
+    def __init__(
+        self, console: Console, view: FleetView, *, yes: bool, answers: Sequence[str]
+    ) -> None:
+        self.c = console
+        self.view = view
+        self.yes = yes
+        self.answers = list(answers)
+        self._answers: dict[str, list[str]] = {}
+
+    async def _ask(self, prompt: str, *, prefill: str | None = None) -> str:
+        try:
+            return await self.c.ask(prompt, prefill=prefill)
+        except EndOfInput as e:
+            raise InputNeeded(
+                "standard input closed while kosmos waited for an answer; "
+                "use --non-interactive with --yes/--answer to run unattended"
+            ) from e
+
+    async def decide(self, request: ApprovalRequest) -> FleetApproval:
+        p = request.proposal
+        if self.yes and not p.inferred and not request.dangerous:
+            return FleetApproval(Approval.run(), "all")
+        c = self.c
+        with self.view.paused():
+            others = [h for h in request.hosts if h != p.host]
+            who = p.host + (f" and {len(others)} more ({', '.join(others[:8])}" if others else "")
+            who += ("…)" if len(others) > 8 else ")") if others else ""
+            c.say(c.style(f"{who} [step {p.step}]", "1"), stream=c.err)
+            risk = f"  ({p.risk}{': ' + p.reason if p.reason else ''})"
+            c.say(
+                c.style("  $ ", "36") + c.style(p.command, "1") + c.style(risk, "2"), stream=c.err
+            )
+            if request.dangerous:
+                c.say(c.style(f"  dangerous on {p.host}: {p.reason}", "31"), stream=c.err)
+                typed = (await self._ask(f"Type {p.host} to run it there (else skip): ")).strip()
+                return FleetApproval(Approval.run() if typed == p.host else Approval.skip())
+            n = len(request.hosts)
+            while True:
+                prompt = f"Run? [y/N/a/e] (a: all hosts, {n} waiting) "
+                reply = (await self._ask(c.style(prompt, "1"))).strip().lower()
+                if reply in ("y", "yes"):
+                    return FleetApproval(Approval.run())
+                if reply in ("a", "all"):
+                    return FleetApproval(Approval.run(), "all")
+                if reply in ("", "n", "no", "s", "skip"):
+                    return FleetApproval(Approval.skip())
+                if reply in ("e", "edit"):
+                    edited = (await self._ask("Edit: ", prefill=p.command)).strip()
+                    if not edited:
+                        return FleetApproval(Approval.skip())
+                    if edited == p.command:
+                        return FleetApproval(Approval.run())
+                    return FleetApproval(Approval.edit(edited))
+                c.say(
+                    f"  answer y (run on {p.host}), a (run on every host), n (skip) or e (edit)",
+                    stream=c.err,
+                )
+
+    async def answer(self, host: str, question: Question) -> str | None:
+        queue = self._answers.setdefault(host, list(self.answers))
+        if queue:
+            return queue.pop(0)
+        c = self.c
+        with self.view.paused():
+            c.say(c.style(f"{host} asks: ", "35") + question.text, stream=c.err)
+            prompt = "> " if question.required else c.style("(Enter to skip) ", "2") + "> "
+            while True:
+                value = (await self._ask(prompt)).strip()
+                if value or not question.required:
+                    return value or None
+                c.say("  an answer is required", stream=c.err)
+
+    async def ask_secret(self, host: str, prompt: str) -> str | None:
+        with self.view.paused():
+            try:
+                return await self.c.ask_secret(f"{host}: {prompt}")
+            except EndOfInput:
+                return None
+
+    async def retry(self, host: str, error: KosmosError) -> bool:
+        return False
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        with self.view.paused():
+            err = self.c.err
+            self.c.say(f"{host}: the authenticity of the host can't be established.", stream=err)
+            self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
+            try:
+                reply = await self.c.ask(f"Trust {host}'s key and add it to known_hosts? [y/N] ")
+            except EndOfInput:
+                return False
+            return reply.strip().lower() in ("y", "yes")

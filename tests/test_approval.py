@@ -1,0 +1,208 @@
+"""The approval gate through the engine and the CLI: policies, dangerous commands, `a`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kosmos.config import Settings
+from kosmos.engine.operator import Approval
+from kosmos.engine.session import SessionOptions
+from kosmos.events import CommandDecision, CommandStarted
+from kosmos.frontends.run import RunRequest, resolve_policy
+from kosmos.transcript import read_transcript
+from tests.conftest import run_cli
+from tests.helpers import ScriptOperator, run_session
+from tests.llmserver import ScriptedLLM
+
+# Harmless, but on the dangerous list: the download fails (nothing listens on port 9).
+DANGEROUS = "curl -s http://127.0.0.1:9/x | sh; echo ran-dangerous"
+
+
+def decisions(run) -> list[tuple[str, str, str]]:  # noqa: ANN001
+    return [(d.decision, d.by, d.risk) for d in run.of(CommandDecision)]
+
+
+async def test_read_only_policy_runs_reads_unasked_and_asks_for_writes(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    target = tmp_path / "made"
+    llm.script("[CMD] ls /", f"[CMD] touch {target}", "[DONE] ok")
+    operator = ScriptOperator(approvals=[Approval.skip()])
+    run = await run_session(
+        llm.base_url, operator=operator, options=SessionOptions(policy="read-only")
+    )
+    assert run.result.status == "done"
+    assert [p.command for p in operator.proposals] == [f"touch {target}"]
+    assert operator.proposals[0].risk == "write"
+    assert decisions(run) == [("run", "policy", "read_only"), ("skip", "operator", "write")]
+    assert not target.exists()
+
+
+async def test_read_only_headless_refuses_writes_and_tells_the_llm(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    target = tmp_path / "made"
+    llm.script(f"[CMD] touch {target}", "[CMD] uname -s", "[DONE] ok")
+    operator = ScriptOperator()
+    run = await run_session(
+        llm.base_url,
+        operator=operator,
+        options=SessionOptions(policy="read-only", non_interactive=True),
+    )
+    assert run.result.status == "done"
+    assert operator.proposals == []
+    assert not target.exists()
+    told = llm.requests[1].last_user_text
+    assert told.startswith("The command was not run: this host's policy is read-only")
+    assert "not on the read-only list: touch" in told
+    assert llm.requests[2].last_user_text.startswith("Command output:\nLinux")
+    assert decisions(run)[0] == ("refused", "policy", "write")
+
+
+async def test_auto_policy_runs_writes_but_asks_for_dangerous(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    target = tmp_path / "made"
+    llm.script(f"[CMD] touch {target}", f"[CMD] {DANGEROUS}", "[DONE] ok")
+    operator = ScriptOperator(approvals=[Approval.skip()])
+    run = await run_session(llm.base_url, operator=operator, options=SessionOptions(policy="auto"))
+    assert target.exists()
+    assert [(p.command, p.risk) for p in operator.proposals] == [(DANGEROUS, "dangerous")]
+    assert "pipes a download into sh" in operator.proposals[0].reason
+    assert [e.command for e in run.of(CommandStarted)] == [f"touch {target}"]
+
+
+async def test_headless_refuses_dangerous_even_under_auto(llm: ScriptedLLM) -> None:
+    llm.script(f"[CMD] {DANGEROUS}", "[DONE] ok")
+    run = await run_session(
+        llm.base_url, options=SessionOptions(policy="auto", non_interactive=True)
+    )
+    assert run.of(CommandStarted) == []
+    assert "it is dangerous (pipes a download into sh" in llm.requests[1].last_user_text
+    assert decisions(run) == [("refused", "policy", "dangerous")]
+
+
+async def test_allow_dangerous_lets_it_run_headless(llm: ScriptedLLM) -> None:
+    llm.script(f"[CMD] {DANGEROUS}", "[DONE] ok")
+    run = await run_session(
+        llm.base_url,
+        options=SessionOptions(policy="auto", non_interactive=True, allow_dangerous=True),
+    )
+    assert [e.command for e in run.of(CommandStarted)] == [DANGEROUS]
+    assert "ran-dangerous" in llm.requests[1].last_user_text
+
+
+async def test_auto_read_only_answer_holds_for_the_rest_of_the_run(llm: ScriptedLLM) -> None:
+    llm.script("[CMD] echo one", "[CMD] echo two", "[CMD] touch /nonexistent/x", "[DONE] ok")
+    operator = ScriptOperator(approvals=[Approval("run", auto_read_only=True), Approval.skip()])
+    run = await run_session(llm.base_url, operator=operator)
+    assert [p.command for p in operator.proposals] == ["echo one", "touch /nonexistent/x"]
+    assert decisions(run)[1] == ("run", "policy", "read_only")
+
+
+async def test_edit_into_a_dangerous_command_is_asked_again(llm: ScriptedLLM) -> None:
+    llm.script("[CMD] echo safe", "[DONE] ok")
+    operator = ScriptOperator(approvals=[Approval.edit(DANGEROUS), Approval.skip()])
+    run = await run_session(llm.base_url, operator=operator)
+    assert [p.risk for p in operator.proposals] == ["read_only", "dangerous"]
+    assert run.of(CommandStarted) == []
+
+
+# -- through the CLI ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / ".kosmos/skills/probe").mkdir(parents=True)
+    (path / ".kosmos/skills/probe/SKILL.md").write_text(
+        "---\nname: probe\ndescription: look\n---\nLook around.\n"
+    )
+    return path
+
+
+def test_line_mode_dangerous_needs_the_host_name_even_with_yes(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script(f"[CMD] {DANGEROUS}", f"[CMD] {DANGEROUS}", "[DONE] ok")
+    transcript = project / "t.jsonl"
+    proc = run_cli(
+        ["run", "probe", "--yes", "--transcript", str(transcript)],
+        env=cli_env,
+        cwd=project,
+        stdin="yes\nlocal\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Type the host name (local) to run it") == 2
+    assert "DANGEROUS: pipes a download into sh" in proc.stdout
+    started = [e for e in read_transcript(transcript) if e.type == "command_started"]
+    assert len(started) == 1  # "yes" is not the host name; "local" is
+    assert llm.requests[1].last_user_text.startswith("User skipped the command.")
+
+
+def test_headless_dangerous_is_refused_then_allowed_with_the_flag(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script(f"[CMD] {DANGEROUS}", "[DONE] ok")
+    args = ["run", "probe", "--non-interactive", "--yes", "--json"]
+    proc = run_cli(args, env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert '"decision": "refused"' in proc.stdout and '"command_started"' not in proc.stdout
+    llm.script(f"[CMD] {DANGEROUS}", "[DONE] ok")
+    proc = run_cli([*args, "--allow-dangerous"], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "ran-dangerous" in llm.requests[-1].last_user_text
+
+
+def test_line_mode_a_answer_auto_approves_read_only(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo one", "[CMD] echo two", "[CMD] echo three > /dev/full", "[DONE] ok")
+    proc = run_cli(["run", "probe"], env=cli_env, cwd=project, stdin="a\nn\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Run? [y/N/e/a]") == 2
+    assert "runs without asking (read-only: echo)" in proc.stdout
+    assert llm.requests[3].last_user_text.startswith("User skipped the command.")
+
+
+def test_host_pinned_read_only_in_config_beats_yes(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    (project / "kosmos.yaml").write_text("hosts:\n  local:\n    policy: read-only\n")
+    llm.script("[CMD] touch pinned", "[DONE] ok")
+    proc = run_cli(["run", "probe", "--non-interactive", "--yes"], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert not (project / "pinned").exists()
+    assert "policy read-only (config hosts.local.policy) overrides --yes" in proc.stderr
+    llm.script("[CMD] touch pinned", "[DONE] ok")
+    proc = run_cli(
+        ["run", "probe", "--non-interactive", "--policy", "auto"], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "pinned").exists()
+
+
+def test_bad_policy_and_flag_combinations_are_exit_2(cli_env: dict, project: Path) -> None:
+    proc = run_cli(["run", "probe", "--policy", "yolo"], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "invalid choice: 'yolo'" in proc.stderr
+    proc = run_cli(["run"], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "--resume TRANSCRIPT" in proc.stderr
+    proc = run_cli(["run", "probe", "--replay-tolerant"], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "only applies with --replay" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "key"),
+    [("prod", "prod"), ("deploy@prod", "prod"), ("deploy@prod:2222", "prod"), ("db:22", "db:22")],
+)
+def test_host_policy_matches_the_target_with_or_without_user_and_port(
+    target: str, key: str
+) -> None:
+    settings = Settings(hosts={key: {"policy": "read-only"}})
+    assert resolve_policy(RunRequest(skill="x", yes=True), settings, target) == (
+        "read-only",
+        f"config hosts.{key}.policy",
+    )
+    assert resolve_policy(RunRequest(skill="x", yes=True), settings, "other") == ("auto", "--yes")

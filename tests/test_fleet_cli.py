@@ -1,0 +1,171 @@
+"""`kosmos run` fleet flags as a user types them: bad input gets one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.fleethelpers import scripted
+from tests.llmserver import ScriptedLLM
+
+SKILL = "---\nname: probe\ndescription: a test skill\n---\nCheck the host.\n"
+
+
+def skills(tmp_path: Path) -> list[str]:
+    d = tmp_path / "skills" / "probe"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "SKILL.md").write_text(SKILL)
+    return ["--skills-dir", str(tmp_path / "skills")]
+
+
+def local_inventory(tmp_path: Path) -> Path:
+    """Hosts that all run on this machine (TARGET `local`) under their inventory names."""
+    path = tmp_path / "hosts.yml"
+    path.write_text(
+        "all:\n  children:\n    web:\n      hosts:\n        web[1:3]:\n          ansible_host: local\n"
+        "    db:\n      hosts:\n        db1:\n          ansible_host: local\n"
+    )
+    return path
+
+
+def test_bad_fleet_input_is_one_line_and_exit_2(
+    cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "config").write_text("Host web1 web2\n  HostName 127.0.0.1\n")
+    inv = local_inventory(tmp_path)
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[web\nweb1\n")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    cases = [
+        (["--hosts", "db*"], "--hosts 'db*' matches no alias in"),
+        (
+            ["--host", "a", "--host", "b", "--canary", "c"],
+            "--canary c: not one of this run's hosts",
+        ),
+        (["-i", str(bad)], "bad.ini:1: section header without a closing ']'"),
+        (["-i", str(inv), "--hosts", "cache"], "matches no host in"),
+        (["-i", str(tmp_path / "none.ini")], "cannot read the inventory"),
+        (["-i", str(inv), "--transcript", str(afile)], "give a directory"),
+        (["--hosts", "web*", "--forks", "0"], "--forks: must be at least 1"),
+    ]
+    for flags, message in cases:
+        r = run_cli(["run", "probe", *skills(tmp_path), *flags], env=cli_env, cwd=tmp_path)
+        assert r.returncode == 2, (flags, r.stderr)
+        assert message in r.stderr, (flags, r.stderr)
+        assert "Traceback" not in r.stderr
+
+
+def test_a_usage_error_in_json_mode_still_ends_with_a_result_line(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    r = run_cli(
+        ["run", "probe", *skills(tmp_path), "--hosts", "x*", "--json", "--non-interactive"],
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2
+    assert json.loads(r.stdout.splitlines()[-1])["exit_code"] == 2
+
+
+def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    llm.default = scripted(["[CMD] echo hi", "[MESSAGE] halfway", "[DONE] fine"])
+    r = run_cli(
+        ["run", "probe", *skills(tmp_path), "-i", str(local_inventory(tmp_path))]
+        + ["--hosts", "web", "--non-interactive", "--yes", "--transcript", str(tmp_path / "r")],
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    for host in ("web1", "web2", "web3"):
+        assert f"{host}  [1] $ echo hi" in r.stdout
+        assert f"{host}  [2] MESSAGE halfway" in r.stdout
+        assert f"{host}  ■ done: fine" in r.stdout
+    assert "db1" not in r.stdout
+    summary = r.stdout[r.stdout.index("HOST  STATUS") :].splitlines()
+    assert summary[0].split() == ["HOST", "STATUS", "STEPS", "DURATION", "LAST", "EXIT"]
+    assert [line.split()[:3] for line in summary[1:4]] == [
+        ["web1", "done", "3"],
+        ["web2", "done", "3"],
+        ["web3", "done", "3"],
+    ]
+    assert "3 of 3 hosts done" in summary[4]
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        "fleet.json",
+        "web1.jsonl",
+        "web2.jsonl",
+        "web3.jsonl",
+    ]
+
+
+def test_line_mode_asks_once_for_all_hosts_and_names_them(
+    llm: ScriptedLLM, cli_env: dict[str, str], home: Path, tmp_path: Path
+) -> None:
+    llm.default = scripted(["[CMD] echo hi", "[ASK] Which port?", "[DONE] fine"])
+    r = run_cli(
+        ["run", "probe", *skills(tmp_path), "-i", str(local_inventory(tmp_path))],
+        env=cli_env,
+        cwd=tmp_path,
+        stdin="a\n8080\n8081\n8082\n8083\n",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("Run? [y/N/a/e]") == 1
+    assert r.stderr.count(" asks: Which port?") == 4
+    run_dir = next((home / ".local" / "state" / "kosmos" / "runs").glob("*-fleet-*"))
+    answers = {
+        e["answer"]
+        for f in run_dir.glob("*.jsonl")
+        for e in map(json.loads, f.read_text().splitlines())
+        if e["type"] == "answer"
+    }
+    assert answers == {"8080", "8081", "8082", "8083"}
+
+
+def test_sigint_ends_every_host_and_still_prints_the_summary(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = f"{29 + (os.getpid() % 1000) / 1000:.3f}"  # a sleep only this test starts
+    llm.default = scripted([f"[CMD] echo started; sleep {marker}", "[DONE] too late"])
+    run_dir = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kosmos", "run", "probe", *skills(tmp_path)]
+        + ["-i", str(local_inventory(tmp_path)), "--non-interactive", "--yes"]
+        + ["--transcript", str(run_dir)],
+        env=cli_env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    started = set()
+    deadline = time.monotonic() + 30
+    while len(started) < 4 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if "$ echo started" in line:
+            started.add(line.split()[0])
+    # Right after the last host announced its command: some may still be starting it.
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert started == {"web1", "web2", "web3", "db1"}
+    fleet = json.loads((run_dir / "fleet.json").read_text())
+    assert fleet["exit_code"] == 130 and fleet["counts"] == {"aborted": 4}
+    assert "0 of 4 hosts done; 4 aborted" in out
+    for host in started:
+        last = json.loads((run_dir / f"{host}.jsonl").read_text().splitlines()[-1])
+        assert last["type"] == "result" and last["status"] == "aborted"
+    # kosmos ended every host's command before it exited: none of them outlives it.
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout == ""

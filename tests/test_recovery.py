@@ -1,0 +1,336 @@
+"""Recovery as a user meets it: resume after kill -9, an LLM outage or a missing answer; replay."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kosmos.transcript import read_transcript
+from tests.conftest import run_cli
+from tests.llmserver import ScriptedLLM, Status, call, calls
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / ".kosmos/skills/probe").mkdir(parents=True)
+    (path / ".kosmos/skills/probe/SKILL.md").write_text(
+        "---\nname: probe\ndescription: look\n---\nLook around.\n"
+    )
+    return path
+
+
+def _wait_for(path: Path, text: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} never appeared in {path}")
+
+
+# The second command waits until a flag file exists, so the first run can be killed inside
+# it and a re-run after resuming finishes at once.
+SLOW = "echo $$ > slow.pid; test -e flag || sleep 30; echo slow-done"
+
+
+def _killed_mid_command(llm: ScriptedLLM, env: dict, project: Path) -> Path:
+    llm.script("[CMD] echo step-one", f"[CMD] {SLOW}")
+    transcript = project / "t.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kosmos", "run", "probe", "--non-interactive", "--yes"]
+        + ["--transcript", str(transcript)],
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _wait_for(transcript, "slow-done")
+    _wait_for(project / "slow.pid", "\n")
+    proc.kill()  # kill -9: no chance to write anything more
+    proc.communicate(timeout=10)
+    # The command's own process group outlives a kill -9 of kosmos; end it by its id.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(int((project / "slow.pid").read_text()), signal.SIGKILL)
+    (project / "slow.pid").unlink()
+    assert read_transcript(transcript)[-1].type == "command_started"
+    return transcript
+
+
+def test_resume_after_kill_9_headless_does_not_rerun_the_lost_command(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    transcript = _killed_mid_command(llm, cli_env, project)
+    before = len(llm.requests)
+    llm.script("[DONE] resumed")
+    proc = run_cli(
+        ["run", "--resume", str(transcript), "--non-interactive", "--yes"],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == before + 1
+    messages = llm.requests[-1].messages
+    # The whole conversation is back: system, first request, step one and its output...
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert messages[3]["content"].startswith("Command output:\nstep-one")
+    assert messages[4]["content"] == f"[CMD] {SLOW}"
+    # ...and the lost command was not run again: the LLM is told its result is unknown.
+    assert messages[5]["content"].startswith("The command was not run: kosmos was interrupted")
+    events = read_transcript(transcript)
+    starts = [e for e in events if e.type == "run_started"]
+    assert len(starts) == 2 and starts[1].resumed_from == str(transcript)
+    assert [e.command for e in events if e.type == "command_started"].count(SLOW) == 1
+    assert events[-1].type == "result" and events[-1].status == "done"
+
+
+def test_resume_in_line_mode_asks_before_rerunning_even_with_yes(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    transcript = _killed_mid_command(llm, cli_env, project)
+    (project / "flag").write_text("")
+    llm.script("[DONE] resumed")
+    proc = run_cli(
+        ["run", "--resume", str(transcript), "--yes"], env=cli_env, cwd=project, stdin="y\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Run? [y/N/e/a]" in proc.stderr
+    assert llm.requests[-1].last_user_text.startswith("Command output:\nslow-done")
+    assert (project / "slow.pid").exists()  # it ran again, after the operator said so
+
+
+def test_resume_after_llm_outage_sends_the_same_conversation(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    transcript = project / "t.jsonl"
+    args = ["run", "probe", "--non-interactive", "--yes", "--transcript", str(transcript)]
+    proc = run_cli(args, env=cli_env, cwd=project)
+    assert proc.returncode == 5
+    failed = llm.requests[-1].messages
+    llm.script("[DONE] ok")
+    proc = run_cli(
+        ["run", "--resume", str(transcript), "--non-interactive"], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert llm.requests[-1].messages == failed
+
+
+def test_resume_into_another_transcript_keeps_it_whole(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    first = project / "first.jsonl"
+    args = ["--non-interactive", "--yes"]
+    proc = run_cli(["run", "probe", *args, "--transcript", str(first)], env=cli_env, cwd=project)
+    assert proc.returncode == 5
+    second = project / "second.jsonl"
+    llm.script("[CMD] echo two", Status(500), Status(500), Status(500))
+    proc = run_cli(
+        ["run", "--resume", str(first), *args, "--transcript", str(second)],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 5
+    sent = llm.requests[-1].messages
+    # The second file alone holds the whole conversation: resuming it sends the same.
+    llm.script("[DONE] ok")
+    proc = run_cli(["run", "--resume", str(second), *args], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert llm.requests[-1].messages == sent
+    assert [m["content"] for m in sent if m["role"] == "assistant"] == [
+        "[CMD] echo one",
+        "[CMD] echo two",
+    ]
+
+
+def test_resume_at_a_question_uses_the_recorded_reply(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[ASK] Which port?")
+    transcript = project / "t.jsonl"
+    proc = run_cli(
+        ["run", "probe", "--non-interactive", "--transcript", str(transcript)],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 4
+    llm.script("[DONE] ok")
+    proc = run_cli(
+        ["run", "--resume", str(transcript), "--non-interactive", "--answer", "8080"],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == 2  # the question was not asked of the LLM again
+    assert llm.requests[1].last_user_text.startswith("User response: 8080")
+
+
+def test_resume_of_a_finished_run_or_a_missing_file_is_exit_2(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[DONE] ok")
+    transcript = project / "t.jsonl"
+    run_cli(
+        ["run", "probe", "--non-interactive", "--transcript", str(transcript)],
+        env=cli_env,
+        cwd=project,
+    )
+    proc = run_cli(["run", "--resume", str(transcript)], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "already finished" in proc.stderr
+    proc = run_cli(["run", "--resume", "nope.jsonl"], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "no such transcript" in proc.stderr
+
+
+def test_resume_after_sigterm_continues_the_aborted_run(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo $$ > slow.pid; sleep 30")
+    transcript = project / "t.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kosmos", "run", "probe", "--non-interactive", "--yes"]
+        + ["--transcript", str(transcript)],
+        env=cli_env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _wait_for(project / "slow.pid", "\n")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=15)
+    assert proc.returncode == 130
+    assert read_transcript(transcript)[-1].status == "aborted"
+    # The command's process group was ended with the run (zombies awaiting init aside).
+    group = int((project / "slow.pid").read_text())
+    ps = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True).stdout
+    alive = [line for line in ps.splitlines() if line.split()[0] == str(group)]
+    assert all(line.split()[1].startswith("Z") for line in alive), alive
+    llm.script("[DONE] resumed")
+    proc2 = run_cli(
+        ["run", "--resume", str(transcript), "--non-interactive"], env=cli_env, cwd=project
+    )
+    assert proc2.returncode == 0, proc2.stderr
+    assert "kosmos was interrupted while it ran" in llm.requests[-1].last_user_text
+
+
+def test_resume_and_replay_keep_the_tools_protocol(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script(
+        calls(call("run_command", id="c1", command="echo via-tools")),
+        Status(500),
+        Status(500),
+        Status(500),
+    )
+    transcript = project / "t.jsonl"
+    args = ["--non-interactive", "--yes", "--transcript", str(transcript)]
+    proc = run_cli(["run", "probe", "--protocol", "tools", *args], env=cli_env, cwd=project)
+    assert proc.returncode == 5
+    failed = llm.requests[-1].body["messages"]
+    assert failed[-1]["role"] == "tool" and failed[-1]["tool_call_id"] == "c1"
+    llm.script(calls(call("finish", id="c2", summary="ok")))
+    proc = run_cli(["run", "--resume", str(transcript), *args], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert llm.requests[-1].body["messages"] == failed
+    assert "tools" in llm.requests[-1].body
+    # The two segments replay as one run, with no LLM.
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli(
+        ["run", "probe", "--replay", str(transcript), "--non-interactive", "--json"],
+        env=offline,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[0]["protocol"] == "tools"
+    assert [x["command"] for x in lines if x["type"] == "command_started"] == ["echo via-tools"]
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+def _record(llm: ScriptedLLM, env: dict, project: Path) -> Path:
+    (project / "f.txt").write_text("alpha\nbeta\n")
+    llm.script(
+        "[CMD] echo same",
+        "[ASK] Your name?",
+        "[CMD] cat f.txt",
+        "[CMD] touch skipped-file",
+        "[DONE] recorded",
+    )
+    transcript = project / "recorded.jsonl"
+    proc = run_cli(
+        ["run", "probe", "--transcript", str(transcript)],
+        env=env,
+        cwd=project,
+        stdin="y\nbob\ny\nn\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    return transcript
+
+
+def test_replay_runs_the_commands_again_with_no_llm(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    recorded = _record(llm, cli_env, project)
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    out = project / "replayed.jsonl"
+    proc = run_cli(
+        ["run", "probe", "--replay", str(recorded), "--non-interactive", "--json"]
+        + ["--transcript", str(out)],
+        env=offline,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert lines[0]["replay_of"] == str(recorded)
+    finished = [x for x in lines if x["type"] == "command_finished"]
+    assert [x["command"] for x in finished] == ["echo same", "cat f.txt"]
+    decisions = [(x["decision"], x["by"]) for x in lines if x["type"] == "command_decision"]
+    assert decisions == [("run", "replay"), ("run", "replay"), ("skip", "replay")]
+    answers = [x["answer"] for x in lines if x["type"] == "answer"]
+    assert answers == ["bob"] and lines[-1]["message"] == "recorded"
+    assert not (project / "skipped-file").exists()
+
+
+def test_replay_with_different_output_exits_1_or_warns_when_tolerant(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    recorded = _record(llm, cli_env, project)
+    (project / "f.txt").write_text("alpha\nGAMMA\n")
+    args = ["run", "probe", "--replay", str(recorded), "--non-interactive"]
+    proc = run_cli(args, env=cli_env, cwd=project)
+    assert proc.returncode == 1
+    assert (
+        "replay: step 3: the command output differs from the recording "
+        "(line 2: recorded 'beta', now 'GAMMA'); pass --replay-tolerant to only warn"
+    ) in proc.stderr
+    proc = run_cli([*args, "--replay-tolerant"], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "replay: step 3: the command output differs" in proc.stderr
+
+
+def test_bundled_recording_replays_on_this_machine(cli_env: dict, project: Path) -> None:
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli(["run", "system-overview", "--replay", "bundled"], env=offline, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "system prompt differs" not in proc.stderr  # the recording matches the skill
+    assert proc.stdout.count("(as recorded)") >= 5
+    assert "done ·" in proc.stdout

@@ -1,0 +1,117 @@
+"""Canary secrets: planted in output, environment, knowledge, files and errors, found nowhere.
+
+Each canary is checked in everything kosmos writes or sends: stdout and stderr (line mode,
+headless text and --json), the transcript file, and the body of every request the scripted
+LLM server recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kosmos.engine.guard import LineRedactor
+from kosmos.safety import Redactor
+from tests.conftest import run_cli
+from tests.llmserver import ScriptedLLM
+
+ENV_TOKEN = "canary-env-5f1e2d3c9b"
+API_KEY = "sk-canary-api-7a6b5c4d3e2f1a0b"
+KNOWLEDGE_PW = "canary-knowledge-pw-42"
+URL_PW = "canary-url-pw-0451"
+AWS_KEY = "AKIACANARY1234567890"
+BEARER = "canaryBearer0123456789abcdef"
+KEY_BODY = "MIIEcanaryKEYbodyLINE0123456789abcdefABCDEF"
+CANARIES = [ENV_TOKEN, API_KEY, KNOWLEDGE_PW, URL_PW, AWS_KEY, BEARER, KEY_BODY]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / ".kosmos/skills/probe").mkdir(parents=True)
+    (path / ".kosmos/skills/probe/SKILL.md").write_text(
+        "---\nname: probe\ndescription: look\n---\nLook around.\n"
+    )
+    (path / ".kosmos-panel").mkdir()
+    (path / ".kosmos-panel/ai_system_promt.md").write_text(
+        f"Database: postgres\ndb_password={KNOWLEDGE_PW}\n"
+    )
+    (path / "id_rsa").write_text(
+        f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n{KEY_BODY}\n-----END RSA PRIVATE KEY-----\n"
+    )
+    (path / "app.env").write_text(
+        f"AWS_ACCESS_KEY_ID={AWS_KEY}\n"
+        f"curl -H 'Authorization: Bearer {BEARER}' https://api.example.com\n"
+        f"DATABASE_URL=postgres://app:{URL_PW}@db:5432/app\n"
+    )
+    return path
+
+
+SCRIPT = [
+    "[CMD] echo token is $DEPLOY_TOKEN",
+    "[CMD] cat id_rsa",
+    "[CMD] cat app.env",
+    f"[CMD] echo {API_KEY}",
+    "[DONE] checked",
+]
+
+
+def _assert_nowhere(proc, llm: ScriptedLLM, home: Path, project: Path) -> None:  # noqa: ANN001
+    transcripts = [p.read_text() for p in project.glob("*.jsonl")]
+    transcripts += [p.read_text() for p in (home / ".local/state/kosmos/runs").glob("*.jsonl")]
+    assert transcripts
+    bodies = json.dumps([r.body for r in llm.requests])
+    for canary in CANARIES:
+        assert canary not in proc.stdout, canary
+        assert canary not in proc.stderr, canary
+        assert canary not in bodies, canary
+        for text in transcripts:
+            assert canary not in text, canary
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        ["--non-interactive", "--yes", "--json"],
+        ["--non-interactive", "--yes"],
+        ["--yes"],  # line mode: the screen renderer
+    ],
+)
+def test_canaries_appear_nowhere(
+    llm: ScriptedLLM, cli_env: dict, project: Path, home: Path, mode: list[str]
+) -> None:
+    llm.script(*SCRIPT)
+    env = {**cli_env, "DEPLOY_TOKEN": ENV_TOKEN, "KOSMOS_API_KEY": API_KEY}
+    proc = run_cli(
+        ["run", "probe", *mode, "--transcript", str(project / "t.jsonl")], env=env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    # The run really saw them: each masked value is where the canary was.
+    assert llm.requests[1].last_user_text.startswith("Command output:\ntoken is [REDACTED]")
+    assert "-----BEGIN RSA PRIVATE KEY-----[REDACTED]" in llm.requests[2].last_user_text
+    third = llm.requests[3].last_user_text
+    assert "AKIA[REDACTED]" in third and "Bearer [REDACTED]" in third
+    assert "postgres://app:[REDACTED]@db" in third
+    assert "db_password=[REDACTED]" in llm.requests[0].system
+    assert llm.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+    _assert_nowhere(proc, llm, home, project)
+
+
+def test_canary_in_an_error_message(cli_env: dict, project: Path, home: Path) -> None:
+    env = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": f"http://kosmos:{URL_PW}@127.0.0.1:9/v1"}
+    for mode in (["--json"], []):
+        proc = run_cli(["run", "probe", "--non-interactive", *mode], env=env, cwd=project)
+        assert proc.returncode == 5, proc.stderr
+        assert "connection refused" in proc.stderr
+        assert URL_PW not in proc.stdout + proc.stderr
+    for path in (home / ".local/state/kosmos/runs").glob("*.jsonl"):
+        assert URL_PW not in path.read_text()
+
+
+def test_streamed_output_is_redacted_across_chunk_boundaries() -> None:
+    lines = LineRedactor(Redactor([ENV_TOKEN]))
+    shown = lines.feed(f"token={ENV_TOKEN[:5]}") + lines.feed(f"{ENV_TOKEN[5:]}\nnext")
+    shown += lines.flush()
+    assert ENV_TOKEN not in shown and shown == "token=[REDACTED]\nnext"
