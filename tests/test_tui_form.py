@@ -86,8 +86,10 @@ async def test_secret_modal_is_masked_and_returns_the_secret(llm: ScriptedLLM, h
     app = make_app(llm.base_url, home)
     async with app.run_test(size=(120, 40)) as pilot:
         operator = TuiOperator(app.main, app.prompter)
-        asked = asyncio.ensure_future(operator.ask_secret("Password for sudo on local"))
+        asked = asyncio.ensure_future(operator.ask_secret("[sudo] password on local:"))
         await until(pilot, lambda: isinstance(app.screen, SecretModal), "the secret modal")
+        title = str(app.screen.query_one(".dialog-title").render())
+        assert title == "[sudo] password on local:"  # brackets are text, not markup
         field = app.screen.query_one("#secret", Input)
         assert field.password and app.focused is field
         await pilot.press(*"s3cret", "enter")
@@ -120,6 +122,25 @@ async def test_dangerous_command_needs_the_host_name(llm: ScriptedLLM, home: Pat
         confirm.value = "db1"
         await pilot.press("enter")
         assert await decided == Approval.run()
+
+
+async def test_editing_a_dangerous_command_still_needs_the_host_name(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    app = make_app(llm.base_url, home, skill=None)
+    async with app.run_test(size=(140, 45)) as pilot:
+        view = RunView("manual", id="run-97")
+        await app.main.query_one("#skill-tab").mount(view)
+        operator = TuiOperator(view, app.prompter)
+        view.operator = operator
+        proposal = CommandProposal(step=2, command="rm -rf /srv/a", host="db1", risk="dangerous")
+        decided = asyncio.ensure_future(operator.approve(proposal))
+        await until(pilot, lambda: 2 in view.cmd_steps and view.cmd_steps[2].awaiting, "asked")
+        await pilot.press("e", "backspace", "b", "enter")
+        step = view.cmd_steps[2]
+        assert app.focused is step.query_one("#confirm-input") and not decided.done()
+        await pilot.press(*"db1", "enter")
+        assert await decided == Approval.edit("rm -rf /srv/b")
 
 
 async def test_read_only_proposal_offers_auto_approve(llm: ScriptedLLM, home: Path) -> None:

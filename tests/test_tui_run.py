@@ -11,7 +11,14 @@ from kosmos.transcript import read_transcript
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.steps import AskStep, DoneCard, ErrorCard, MessageStep
 from tests.llmserver import ScriptedLLM, Status
-from tests.tuihelpers import awaiting_step, finished, front_view, make_app, until
+from tests.tuihelpers import (
+    awaiting_step,
+    finished,
+    front_view,
+    make_app,
+    processes_running,
+    until,
+)
 
 
 async def test_run_skip_and_edit_reach_the_llm(llm: ScriptedLLM, home: Path) -> None:
@@ -155,19 +162,7 @@ async def test_quit_asks_while_a_command_runs(llm: ScriptedLLM, home: Path) -> N
         await until(pilot, lambda: not app.is_running, "the app closed", limit=10)
     events = read_transcript(transcript)
     assert events[-1].type == "result" and events[-1].status == "aborted"
-    assert not _processes_running("sleep 61.25")
-
-
-def _processes_running(command: str) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if command in cmdline:
-            found.append(int(proc.name))
-    return found
+    assert not processes_running("sleep 61.25")
 
 
 async def test_two_runs_in_two_tabs_at_once(llm: ScriptedLLM, home: Path) -> None:

@@ -51,6 +51,7 @@ def make_app(
     transcript: Path | None = None,
     settings: dict[str, object] | None = None,
     hosts: list[str] | None = None,
+    host: str = "local",
     bundled: bool = True,
 ) -> KosmosApp:
     """The app with the scripted LLM, skills from `home/skills`, transcripts in `home/runs`."""
@@ -74,6 +75,7 @@ def make_app(
         ),
         prompts=Prompts.load(),
         hosts=hosts or ["local"],
+        host=host,
         skill=skill,
         params=params or {},
         transcript=transcript,
@@ -123,3 +125,16 @@ def finished(app: KosmosApp) -> Callable[[], bool]:
 async def settle(pilot: Pilot) -> None:
     await pilot.pause()
     await asyncio.sleep(0)
+
+
+def processes_running(command: str) -> list[int]:
+    """PIDs of processes on this machine whose command line contains `command`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if command in cmdline:
+            found.append(int(proc.name))
+    return found

@@ -25,7 +25,7 @@ class HostKeyModal(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Unknown host key for {self.host}", classes="dialog-title")
+            yield Label(f"Unknown host key for {self.host}", classes="dialog-title", markup=False)
             yield Static(
                 f"{self.key_type} key fingerprint:\n[b]{self.fingerprint}[/b]\n\n"
                 "Check it with the host's administrator before trusting it.",
@@ -59,7 +59,7 @@ class SecretModal(ModalScreen["str | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.prompt, classes="dialog-title")
+            yield Label(self.prompt, classes="dialog-title", markup=False)
             yield Input(password=True, id="secret", placeholder="typed characters are hidden")
             yield Static("enter: submit  ·  escape: cancel", classes="hint")
 

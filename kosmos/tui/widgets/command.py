@@ -56,6 +56,8 @@ class CmdStep(Vertical):
         self._started = 0.0
         self._timer: Timer | None = None
         self._partial = ""
+        # What a dangerous command's host-name confirmation approves (the command or its edit).
+        self._confirmed = Approval.run()
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="step-head"):
@@ -183,15 +185,19 @@ class CmdStep(Vertical):
         if self.awaiting:
             self.post_message(Decided(approval))
 
-    def action_run(self) -> None:
+    def action_run(self, edited: str | None = None) -> None:
+        """Run the command (or its edit); a dangerous one first asks for the host's name."""
         assert self.proposal is not None
+        approval = Approval.edit(edited) if edited else Approval.run()
         if self.proposal.risk == "dangerous":
+            self._confirmed = approval
+            self.query_one("#edit-input", Input).set_class(False, "shown")
             confirm = self.query_one("#confirm-input", Input)
             confirm.placeholder = f"type {self.proposal.host} to run this command"
             confirm.set_class(True, "shown")
             confirm.focus()
             return
-        self._decide(Approval.run())
+        self._decide(approval)
 
     def action_run_auto(self) -> None:
         self._decide(Approval("run", auto_read_only=True))
@@ -226,7 +232,7 @@ class CmdStep(Vertical):
         value = event.value.strip()
         if event.input.id == "confirm-input":
             if value == self.proposal.host:
-                self._decide(Approval.run())
+                self._decide(self._confirmed)
             else:
                 error.update(f"type exactly {self.proposal.host!r} to run it, or press s to skip")
             return
@@ -236,4 +242,4 @@ class CmdStep(Vertical):
             self.action_cancel_edit()
             self.action_run()
         else:
-            self._decide(Approval.edit(value))
+            self.action_run(edited=value)
