@@ -326,6 +326,11 @@ def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("run: --resume and --replay cannot be combined; use one of them")
     if args.replay_tolerant and args.replay is None:
         parser.error("run: --replay-tolerant only applies with --replay TRANSCRIPT")
+    if args.resume is not None and (args.param or args.prompt):
+        parser.error(
+            "run: a resumed run keeps the parameters and prompt it started with; "
+            "drop --param/--prompt, or start a new run"
+        )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -165,3 +165,44 @@ def write_client_home(
         line = f"[127.0.0.1]:{server.port} {algorithm} {data}\n"
     (ssh_dir / "known_hosts").write_text(line)
     return ssh_dir
+
+
+class FreezableProxy:
+    """A TCP relay to a port on loopback that can go silent without closing, like a dead link."""
+
+    def __init__(self, port: int) -> None:
+        self.target_port = port
+        self.port = 0
+        self.frozen = asyncio.Event()
+        self._server: asyncio.AbstractServer | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> FreezableProxy:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def freeze(self) -> None:
+        self.frozen.set()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers += [writer, up_writer]
+
+        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await src.read(65536):
+                    if self.frozen.is_set():
+                        await asyncio.Event().wait()  # swallow everything from now on
+                    dst.write(data)
+                    await dst.drain()
+
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+
+    async def stop(self) -> None:
+        for writer in self._writers:
+            writer.close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()

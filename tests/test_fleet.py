@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kosmos.engine.operator import Approval, CommandProposal, Question
+from kosmos.engine.session import SessionOptions
 from kosmos.errors import HostError, KosmosError, UsageError
 from kosmos.events import Answer, CommandFinished, Notice, RunFinished, RunStarted
 from kosmos.fleet.approvals import ApprovalBroker, ApprovalRequest, FleetApproval
@@ -197,6 +198,8 @@ async def test_dangerous_commands_are_asked_per_host(llm: ScriptedLLM, tmp_path:
         names,
         open_runner=Hosts(host_dirs(tmp_path, names)),
         make_operator=lambda spec: broker.desk_for(spec.name),
+        # A person sits at the desk: headless, the engine refuses dangerous commands unasked.
+        options=SessionOptions(),
     )
     assert len(desk.requests) == 3
     assert all(r.dangerous and r.hosts == (r.proposal.host,) for r in desk.requests)
@@ -302,7 +305,6 @@ def test_journal_keeps_each_hosts_events_in_order(tmp_path: Path) -> None:
 async def test_canary_replays_every_step_protocol(
     llm: ScriptedLLM, tmp_path: Path, protocol: str
 ) -> None:
-    from kosmos.engine.session import SessionOptions
     from tests.llmserver import call, calls
 
     steps = {

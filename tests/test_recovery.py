@@ -25,6 +25,8 @@ def project(tmp_path: Path) -> Path:
     (path / ".kosmos/skills/probe/SKILL.md").write_text(
         "---\nname: probe\ndescription: look\n---\nLook around.\n"
     )
+    # An LLM outage is one HTTP 500: no retries, no backoff to wait through.
+    (path / "kosmos.yaml").write_text("llm_retries: 0\n")
     return path
 
 
@@ -118,7 +120,7 @@ def test_resume_in_line_mode_asks_before_rerunning_even_with_yes(
 def test_resume_after_llm_outage_sends_the_same_conversation(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
-    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    llm.script("[CMD] echo one", Status(500))
     transcript = project / "t.jsonl"
     args = ["run", "probe", "--non-interactive", "--yes", "--transcript", str(transcript)]
     proc = run_cli(args, env=cli_env, cwd=project)
@@ -135,13 +137,13 @@ def test_resume_after_llm_outage_sends_the_same_conversation(
 def test_resume_into_another_transcript_keeps_it_whole(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
-    llm.script("[CMD] echo one", Status(500), Status(500), Status(500))
+    llm.script("[CMD] echo one", Status(500))
     first = project / "first.jsonl"
     args = ["--non-interactive", "--yes"]
     proc = run_cli(["run", "probe", *args, "--transcript", str(first)], env=cli_env, cwd=project)
     assert proc.returncode == 5
     second = project / "second.jsonl"
-    llm.script("[CMD] echo two", Status(500), Status(500), Status(500))
+    llm.script("[CMD] echo two", Status(500))
     proc = run_cli(
         ["run", "--resume", str(first), *args, "--transcript", str(second)],
         env=cli_env,
@@ -235,8 +237,6 @@ def test_resume_and_replay_keep_the_tools_protocol(
 ) -> None:
     llm.script(
         calls(call("run_command", id="c1", command="echo via-tools")),
-        Status(500),
-        Status(500),
         Status(500),
     )
     transcript = project / "t.jsonl"
@@ -334,3 +334,46 @@ def test_bundled_recording_replays_on_this_machine(cli_env: dict, project: Path)
     assert "system prompt differs" not in proc.stderr  # the recording matches the skill
     assert proc.stdout.count("(as recorded)") >= 5
     assert "done ·" in proc.stdout
+
+
+def test_replay_of_another_skill_or_resume_with_params_is_exit_2(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    recorded = _record(llm, cli_env, project)
+    proc = run_cli(
+        ["run", "system-overview", "--replay", str(recorded), "--non-interactive"],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 2
+    assert "records a run of probe, not system-overview; try: kosmos run probe --replay" in (
+        proc.stderr
+    )
+    proc = run_cli(["run", "--resume", str(recorded), "--param", "x=1"], env=cli_env, cwd=project)
+    assert proc.returncode == 2 and "keeps the parameters and prompt" in proc.stderr
+
+
+def test_replay_takes_the_recorded_parameters(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    (project / ".kosmos/skills/needs").mkdir(parents=True)
+    (project / ".kosmos/skills/needs/SKILL.md").write_text(
+        "---\nname: needs\ndescription: d\nparams:\n  - name: target\n    required: true\n"
+        "---\nLook at the target.\n"
+    )
+    llm.script("[CMD] echo checked", "[DONE] ok")
+    recorded = project / "r.jsonl"
+    args = ["run", "needs", "--non-interactive", "--yes"]
+    proc = run_cli(
+        [*args, "--param", "target=disk", "--transcript", str(recorded)], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli([*args, "--replay", str(recorded)], env=offline, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli(
+        [*args, "--replay", str(recorded), "--param", "target=cpu"], env=offline, cwd=project
+    )
+    assert proc.returncode == 1
+    assert "replay: step 1: the message to the LLM differs" in proc.stderr
+    assert "recorded '- target: disk', now '- target: cpu'" in proc.stderr

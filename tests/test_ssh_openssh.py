@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,6 +58,14 @@ def _kill_sessions(remote: Sshd) -> int:
             os.kill(int(pid), signal.SIGKILL)
             killed += 1
     return killed
+
+
+def _kill_left(remote: Sshd, marker: str) -> None:
+    """End, by pid, what a cut connection left running for the test user on the server."""
+    for line in remote.user_processes():
+        if marker in line:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
 
 
 @pytest.fixture
@@ -117,7 +128,7 @@ async def test_killed_sshd_mid_command_is_connection_lost_then_reconnect(
     again = await runner.run("echo back", timeout=10)
     assert again.output.text() == "back\n"
     assert len(notes) == 1 and "reconnected" in notes[0]
-    subprocess.run(["pkill", "-u", remote.user, "-f", "sleep 4803"], check=False)
+    _kill_left(remote, "sleep 4803")
 
 
 def test_100_mb_of_output_costs_a_few_mb(remote: Sshd, home: Path) -> None:
@@ -197,6 +208,11 @@ def test_a_remote_skill_runs_and_is_listed(
     assert listed.returncode == 0, listed.stderr
     line = next(x for x in listed.stdout.splitlines() if x.startswith("remote-probe"))
     assert "[remote box]" in line
+    shown = run_cli(
+        ["skills", "show", "remote-probe", "--host", "box"], env=ssh_cli_env, cwd=tmp_path
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "Print the host's name once" in shown.stdout
     llm.script("[DONE] nothing to do")
     proc = run_cli(
         ["run", "remote-probe", "--host", "box", "--non-interactive", "--yes"],
@@ -315,7 +331,7 @@ async def test_connection_lost_reaches_the_llm(
     finally:
         killer.cancel()
         await runner.close()
-        subprocess.run(["pkill", "-u", remote.user, "-f", "sleep 4804"], check=False)
+        _kill_left(remote, "sleep 4804")
     assert run.result.status == "done"
     assert "connection to the host was lost" in llm.requests[-1].last_user_text
     assert "exit status is unknown" in llm.requests[-1].last_user_text
@@ -337,7 +353,7 @@ def test_hosts_lists_aliases_and_checks_them(
     assert "yes" in rows["box"] and " ok " in rows["box"] and " ms" in rows["box"]
     assert "Debian" in rows["box"] or "Linux" in rows["box"] or "Ubuntu" in rows["box"]
     assert rows["dead"].split()[1] == "no"
-    assert "dead: dead: connection refused" in checked.stdout
+    assert "\ndead: connection refused at 127.0.0.1" in checked.stdout
 
 
 def test_proxy_jump_through_openssh(
@@ -359,3 +375,85 @@ def test_proxy_jump_through_openssh(
     # Two logins: one to the jump host, one through it to the target.
     assert remote.log.read_text().count("Accepted publickey") - before == 2
     assert llm.requests[-1].last_user_text.startswith("Command output:\n127.0.0.1 ")
+
+
+def _encrypt_key(home: Path, passphrase: str) -> None:
+    key = home / ".ssh" / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-p", "-a", "2", "-P", "", "-N", passphrase, "-f", str(key)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_encrypted_key_passphrase_typed_in_line_mode(
+    llm: ScriptedLLM, ssh_cli_env: dict, home: Path, tmp_path: Path
+) -> None:
+    _encrypt_key(home, "open sesame")
+    llm.script("[DONE] in")
+    transcript = tmp_path / "run.jsonl"
+    proc = run_cli(
+        ["run", "system-overview", "--host", "box", "--transcript", str(transcript)],
+        env=ssh_cli_env,
+        cwd=tmp_path,
+        stdin="open sesame\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Enter passphrase for key" in proc.stderr
+    assert "open sesame" not in proc.stdout + proc.stderr + transcript.read_text()
+
+
+def test_encrypted_key_in_ci_is_a_clear_error(
+    llm: ScriptedLLM, ssh_cli_env: dict, home: Path, tmp_path: Path
+) -> None:
+    _encrypt_key(home, "open sesame")
+    proc = run_cli(
+        ["run", "system-overview", "--host", "box", "--non-interactive", "--yes"],
+        env=ssh_cli_env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 6
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is encrypted and no ssh-agent holds it" in lines[0]
+    assert llm.requests == []
+
+
+SUDO_PASSWORD = "canary-ssh-sudo-2718"
+
+
+@pytest.fixture
+def sudo_remote(remote: Sshd) -> Iterator[Sshd]:
+    """The sshd's test user, for this test with a sudo that asks for its password."""
+    if not shutil.which("sudo"):
+        pytest.skip("sudo is not installed")
+    rule = Path(f"/etc/sudoers.d/{remote.user}")
+    subprocess.run(["chpasswd"], input=f"{remote.user}:{SUDO_PASSWORD}\n", text=True, check=True)
+    rule.write_text(f"{remote.user} ALL=(ALL) ALL\n")
+    rule.chmod(0o440)
+    try:
+        yield remote
+    finally:
+        rule.unlink(missing_ok=True)
+        subprocess.run(["usermod", "-p", "*", remote.user], check=True, capture_output=True)
+
+
+async def test_sudo_password_goes_over_ssh_stdin_and_nowhere_else(
+    llm: ScriptedLLM, sudo_remote: Sshd, ssh_home: Path, tmp_path: Path
+) -> None:
+    write_client_home(ssh_home, sudo_remote)
+    runner = SSHRunner(parse_target("box"), connect_timeout=5)
+    await runner.connect()
+    llm.script("[CMD] sudo id -u", "[DONE] ok")
+    operator = ScriptOperator(secrets=[SUDO_PASSWORD])
+    transcript = tmp_path / "t.jsonl"
+    try:
+        run = await run_session(
+            llm.base_url, runner=runner, operator=operator, transcript=transcript
+        )
+    finally:
+        await runner.close()
+    assert run.result.status == "done", run.result.message
+    assert operator.secret_prompts == ["[sudo] password on box: "]
+    assert llm.requests[1].last_user_text.startswith("Command output:\n0\n")
+    assert SUDO_PASSWORD not in transcript.read_text()
+    assert SUDO_PASSWORD not in json.dumps([r.body for r in llm.requests])

@@ -4,42 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncssh
 import pytest
 
 from kosmos.errors import HostError
-from kosmos.hosts.connect import ConnectFailed
-from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
-from tests.sshd import free_port
-from tests.sshserver import InProcessSSHServer, write_client_home
+from tests.sshserver import FreezableProxy, InProcessSSHServer, write_client_home
 
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
-
-
-@dataclass
-class Prompter:
-    """A person at the HostPrompter seam, answering from lists."""
-
-    trust: list[bool] = field(default_factory=list)
-    secrets: list[str | None] = field(default_factory=list)
-    asked_keys: list[tuple[str, str, str]] = field(default_factory=list)
-    asked_secrets: list[str] = field(default_factory=list)
-
-    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
-        self.asked_keys.append((host, key_type, fingerprint))
-        return self.trust.pop(0) if self.trust else False
-
-    async def ask_secret(self, prompt: str) -> str | None:
-        self.asked_secrets.append(prompt)
-        return self.secrets.pop(0) if self.secrets else None
 
 
 def runner_for(target: str = "inproc", **kw: object) -> SSHRunner:
@@ -230,204 +207,31 @@ async def test_a_failed_reconnect_is_a_host_error(
         await runner.run("echo two", timeout=5)
 
 
-# -- connecting -------------------------------------------------------------------------------
-
-
-async def test_unknown_host_key_stops_before_anything_runs(
+async def test_keepalive_gives_up_on_a_server_gone_silent(
     ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
 ) -> None:
-    write_client_home(ssh_home, ssh_server, ssh_keys[1], trust=False)
-    with pytest.raises(HostKeyUnknown) as info:
-        await runner_for().connect()
-    message = str(info.value)
-    assert ssh_server.host_key.get_fingerprint("sha256") in message
-    assert f"[127.0.0.1]:{ssh_server.port}" in message
-    assert "ssh-keyscan" in message
-    assert ssh_server.state.commands == []
-    assert (ssh_home / ".ssh" / "known_hosts").read_text() == ""
-
-
-async def test_a_trusted_new_key_is_added_to_known_hosts(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
-) -> None:
-    write_client_home(ssh_home, ssh_server, ssh_keys[1], trust=False)
-    prompter = Prompter(trust=[True])
-    runner = runner_for(prompter=prompter)
-    try:
-        await runner.connect()
-        assert (await runner.run("echo in", timeout=5)).output.text() == "in\n"
-    finally:
-        await runner.close()
-    fingerprint = ssh_server.host_key.get_fingerprint("sha256")
-    assert prompter.asked_keys == [(f"[127.0.0.1]:{ssh_server.port}", "ssh-ed25519", fingerprint)]
-    known = (ssh_home / ".ssh" / "known_hosts").read_text()
-    assert known.startswith(f"[127.0.0.1]:{ssh_server.port} ssh-ed25519 ")
-    # Trusted now: a second connection asks nothing.
-    again = runner_for(prompter=Prompter())
-    await again.connect()
-    await again.close()
-
-
-async def test_a_declined_key_is_not_added(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
-) -> None:
-    write_client_home(ssh_home, ssh_server, ssh_keys[1], trust=False)
-    with pytest.raises(HostKeyUnknown, match="not trusted"):
-        await runner_for(prompter=Prompter(trust=[False])).connect()
-    assert (ssh_home / ".ssh" / "known_hosts").read_text() == ""
-    assert ssh_server.state.commands == []
-
-
-async def test_a_changed_key_is_refused_even_when_a_person_would_trust_it(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
-) -> None:
-    write_client_home(ssh_home, ssh_server, ssh_keys[1], trust=False)
-    other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().split()
-    (ssh_home / ".ssh" / "known_hosts").write_text(
-        f"[127.0.0.1]:{ssh_server.port} {other[0]} {other[1]}\n"
-    )
-    prompter = Prompter(trust=[True])
-    with pytest.raises(HostKeyChanged) as info:
-        await runner_for(prompter=prompter).connect()
-    assert "HAS CHANGED" in str(info.value)
-    assert "ssh-keygen -R" in str(info.value)
-    assert prompter.asked_keys == []
-    assert ssh_server.state.commands == []
-
-
-async def test_authentication_failure_names_the_user_and_what_to_check(
-    ssh_home: Path, ssh_server: InProcessSSHServer
-) -> None:
-    stranger = asyncssh.generate_private_key("ssh-ed25519")
-    write_client_home(ssh_home, ssh_server, stranger)
-    with pytest.raises(ConnectFailed) as info:
-        await runner_for().connect()
-    assert info.value.reason == "auth"
-    assert info.value.exit_code == 6
-    assert "authentication failed for user tester" in str(info.value)
-
-
-async def test_an_encrypted_key_asks_for_its_passphrase(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
-) -> None:
-    ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1])
-    ssh_keys[1].write_private_key(str(ssh_dir / "id_ed25519"), passphrase="open sesame")
-    prompter = Prompter(secrets=["wrong", "open sesame"])
-    runner = runner_for(prompter=prompter)
-    try:
-        await runner.connect()
-        assert (await runner.run("echo in", timeout=5)).exit_code == 0
-    finally:
-        await runner.close()
-    assert len(prompter.asked_secrets) == 2
-    assert str(ssh_dir / "id_ed25519") in prompter.asked_secrets[0]
-
-
-async def test_an_encrypted_key_without_a_terminal_is_a_clear_error(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
-) -> None:
-    ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1])
-    ssh_keys[1].write_private_key(str(ssh_dir / "id_ed25519"), passphrase="open sesame")
-    with pytest.raises(ConnectFailed, match="is encrypted and no ssh-agent holds it; run `ssh-add"):
-        await runner_for().connect()
-
-
-async def test_refused_port(ssh_home: Path) -> None:
-    with pytest.raises(ConnectFailed, match="connection refused at 127.0.0.1") as info:
-        await runner_for(f"someone@127.0.0.1:{free_port()}").connect()
-    assert info.value.reason == "refused"
-
-
-async def test_unknown_host_name(ssh_home: Path) -> None:
-    with pytest.raises(ConnectFailed, match="cannot resolve host name 'no-such-host.invalid'"):
-        await runner_for("no-such-host.invalid").connect()
-
-
-async def _tcp_server(handler) -> tuple[asyncio.AbstractServer, int]:  # noqa: ANN001
-    server = await asyncio.start_server(handler, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1]
-
-
-async def test_a_port_that_is_not_ssh(ssh_home: Path) -> None:
-    async def http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readline()
-        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-        await writer.drain()
-        writer.close()
-
-    server, port = await _tcp_server(http)
-    async with server:
-        with pytest.raises(ConnectFailed, match="does not speak SSH") as info:
-            await runner_for(f"u@127.0.0.1:{port}").connect()
-    assert info.value.reason == "not_ssh"
-
-
-async def test_a_server_that_never_answers_times_out(ssh_home: Path) -> None:
-    held: list[asyncio.StreamWriter] = []
-
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        held.append(writer)
-
-    server, port = await _tcp_server(silent)
-    async with server:
-        with pytest.raises(ConnectFailed, match=r"no answer from 127.0.0.1:\d+ within 0.5 s"):
-            await runner_for(f"u@127.0.0.1:{port}", connect_timeout=0.5).connect()
-        for writer in held:
-            writer.close()
-
-
-async def test_proxy_jump_goes_through_the_jump_host(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys, tmp_path: Path
-) -> None:
-    host_key, client_key = ssh_keys
-    (tmp_path / "target-home").mkdir()
-    target = await InProcessSSHServer(tmp_path / "target-home", host_key, client_key).start()
+    proxy = await FreezableProxy(ssh_server.port).start()
     try:
         ssh_dir = write_client_home(
             ssh_home,
             ssh_server,
-            client_key,
-            alias="jump",
-            extra_config=(
-                f"Host behind\n  HostName 127.0.0.1\n  Port {target.port}\n  User tester\n"
-                "  ProxyJump jump\n"
-            ),
+            ssh_keys[1],
+            extra_config=f"Host relay\n  HostName 127.0.0.1\n  Port {proxy.port}\n  User tester\n",
         )
-        algorithm, data = host_key.export_public_key().decode().split()[:2]
+        algorithm, data = ssh_server.host_key.export_public_key().decode().split()[:2]
         with (ssh_dir / "known_hosts").open("a") as f:
-            f.write(f"[127.0.0.1]:{target.port} {algorithm} {data}\n")
-        runner = runner_for("behind")
+            f.write(f"[127.0.0.1]:{proxy.port} {algorithm} {data}\n")
+        runner = runner_for("relay", keepalive_interval=0.2, keepalive_count_max=2)
         try:
-            result = await runner.run("echo through", timeout=5)
+
+            def go_silent(text: str) -> None:
+                if "started" in text:
+                    proxy.freeze()
+
+            result = await runner.run("echo started; sleep 4707", timeout=30, on_output=go_silent)
         finally:
             await runner.close()
-        assert result.output.text() == "through\n"
-        assert ssh_server.state.forwards == [("127.0.0.1", target.port)]
-        assert ssh_server.state.commands == []
-        assert any("echo through" in c for c in target.state.commands)
+        assert result.connection_lost and not result.timed_out
+        assert result.output.text() == "started\n"
     finally:
-        await target.stop()
-
-
-async def test_an_unknown_jump_host_key_names_the_jump_host(
-    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
-) -> None:
-    write_client_home(
-        ssh_home,
-        ssh_server,
-        ssh_keys[1],
-        alias="jump",
-        trust=False,
-        extra_config="Host behind\n  HostName 127.0.0.1\n  Port 9\n  ProxyJump jump\n",
-    )
-    prompter = Prompter(trust=[False])
-    with pytest.raises(HostKeyUnknown):
-        await runner_for("behind", prompter=prompter).connect()
-    assert prompter.asked_keys[0][0] == f"[127.0.0.1]:{ssh_server.port}"
-    assert ssh_server.state.forwards == []
-
-
-def test_free_port_is_really_closed() -> None:
-    port = free_port()
-    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-        pass
+        await proxy.stop()

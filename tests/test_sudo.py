@@ -7,11 +7,13 @@ root, like the OpenSSH fixture's user); the runner is the local one, started thr
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,28 +21,36 @@ import pytest
 from kosmos.engine.session import SessionOptions
 from kosmos.engine.sudo import calls_sudo
 from kosmos.events import CommandFinished, CommandStarted
+from kosmos.frontends.console import Console
+from kosmos.frontends.headless import HeadlessOperator
+from kosmos.frontends.line import LineOperator
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import CommandResult, OnOutput
 from tests.helpers import ScriptOperator, run_session
 from tests.llmserver import ScriptedLLM
 
-USER = "kosmos-sudo"
 PASSWORD = "canary-sudo-pw-3141"
 
 
 @pytest.fixture(scope="module")
-def sudo_user() -> str:
+def sudo_user() -> Iterator[str]:
+    """A user of this test process whose sudo asks for PASSWORD; removed at the end.
+
+    One per process, so that concurrent test runs on the same machine do not collide.
+    """
     if os.geteuid() != 0 or not (shutil.which("sudo") and shutil.which("useradd")):
         pytest.skip("needs root, sudo and useradd to create a user whose sudo asks a password")
-    if subprocess.run(["id", USER], capture_output=True).returncode != 0:
-        # Another test worker may create it at the same moment; `id` below is the check.
-        subprocess.run(["useradd", "-m", "-s", "/bin/sh", USER], capture_output=True)
-    subprocess.run(["id", USER], capture_output=True, check=True)
-    subprocess.run(["chpasswd"], input=f"{USER}:{PASSWORD}\n", text=True, check=True)
-    rule = Path(f"/etc/sudoers.d/{USER}")
-    rule.write_text(f"{USER} ALL=(ALL) ALL\n")
-    rule.chmod(0o440)
-    return USER
+    user = f"ksudo{os.getpid()}"
+    rule = Path(f"/etc/sudoers.d/{user}")
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], capture_output=True, check=True)
+    try:
+        subprocess.run(["chpasswd"], input=f"{user}:{PASSWORD}\n", text=True, check=True)
+        rule.write_text(f"{user} ALL=(ALL) ALL\n")
+        rule.chmod(0o440)
+        yield user
+    finally:
+        rule.unlink(missing_ok=True)
+        subprocess.run(["userdel", "-r", user], capture_output=True)
 
 
 class AsUser(LocalRunner):
@@ -168,3 +178,14 @@ async def test_sudo_without_password_needed_runs_directly(llm: ScriptedLLM) -> N
     await run_session(llm.base_url, operator=operator)
     assert operator.secret_prompts == []
     assert llm.requests[1].last_user_text.startswith("Command output:\n0\n")
+
+
+async def test_line_mode_reads_the_password_without_echoing_it() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(out=out, err=err, stdin=io.StringIO(f"{PASSWORD}\n"), color=False)
+    typed = await LineOperator(console).ask_secret("[sudo] password on local: ")
+    assert typed == PASSWORD
+    assert "[sudo] password on local: " in err.getvalue()
+    assert PASSWORD not in out.getvalue() + err.getvalue()
+    # Headless there is no one to ask.
+    assert await HeadlessOperator(yes=True).ask_secret("[sudo] password: ") is None

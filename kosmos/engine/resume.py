@@ -66,16 +66,17 @@ class Resumed:
         return f"resuming {self.source} at step {self.step}: {what}"
 
 
-def _segment_start(events: Sequence[Event]) -> RunStarted:
+def _segment_start(events: Sequence[Event], source: str) -> RunStarted:
+    """The latest start: an earlier resume may have raised the step limit."""
     starts = [e for e in events if isinstance(e, RunStarted)]
     if not starts:
-        raise UsageError("the transcript has no run_started event; is it a kosmos transcript?")
-    return starts[0]
+        raise UsageError(f"{source}: no run_started event; is it a kosmos transcript?")
+    return starts[-1]
 
 
 def resume_state(events: Sequence[Event], prompts: Prompts, *, source: str) -> Resumed:
     """The state to continue from; UsageError when the run finished or never reached the LLM."""
-    started = _segment_start(events)
+    started = _segment_start(events, source)
     finished = [e for e in events if isinstance(e, RunFinished)]
     if finished and finished[-1].status == "done":
         raise UsageError(f"{source}: this run already finished (done); nothing to resume")

@@ -103,5 +103,5 @@ def hosts_command(settings: Settings, *, home: Path, check: bool) -> int:
     print(table(rows))
     for row in rows:
         if row.error:
-            print(f"{row.alias}: {row.error}")
+            print(row.error)
     return 0 if all(r.ok for r in rows) else EXIT_HOST

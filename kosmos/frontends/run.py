@@ -245,6 +245,7 @@ class RunFrontend:
         self.host = host
         prompter = None if req.non_interactive else LinePrompter(self.console)
         runner = make_runner(host, settings, prompter=prompter, notify=self._notify)
+        replay: tuple[Recording, bool] | None = None
         try:
             await runner.connect()
             if resume is not None:
@@ -259,12 +260,16 @@ class RunFrontend:
                 skill = await find_skill(library, req.skill, runner, settings)
                 ask = None if req.non_interactive else ask_param_in_terminal(self.console)
                 given = parse_param_flags(req.params)
-                if dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
+                replay = self._recording(skill)
+                if replay is not None:
+                    # The recorded parameters, unless the operator gives others.
+                    given = {**replay[0].started.params, **given}
+                elif dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
                     given = await collect_in_dialogue(
                         skill, given, settings, prompts, self.console, emit=self._early.append
                     )
                 params = resolve_params(skill, given, ask=ask)
-            return await self._run_session(skill, params, runner, prompts, resume)
+            return await self._run_session(skill, params, runner, prompts, resume, replay)
         finally:
             await runner.close()
 
@@ -283,8 +288,13 @@ class RunFrontend:
                     f"no bundled recording for {skill.name}; "
                     "try: kosmos run system-overview --replay bundled"
                 )
-        events = load_events(path, "--replay")
-        return Recording.from_events(events, str(path)), tolerant
+        recording = Recording.from_events(load_events(path, "--replay"), str(path))
+        if recording.started.skill != skill.name:
+            raise UsageError(
+                f"{path} records a run of {recording.started.skill}, not {skill.name}; "
+                f"try: kosmos run {recording.started.skill} --replay {ref}"
+            )
+        return recording, tolerant
 
     async def run_loaded(
         self, skill: Skill, params: dict[str, str], runner: Runner, prompts: Prompts
@@ -301,6 +311,7 @@ class RunFrontend:
         runner: Runner,
         prompts: Prompts,
         resume: Resumed | None = None,
+        replay: tuple[Recording, bool] | None = None,
     ) -> int:
         req, settings = self.request, self.settings
         run_id = uuid.uuid4().hex
@@ -316,7 +327,6 @@ class RunFrontend:
         transcript = Transcript(path)
         policy, policy_from = resolve_policy(req, settings, runner.name)
         operator = self._operator()
-        replay = self._recording(skill)
         provider: Provider
         if replay is not None:
             recording, tolerant = replay

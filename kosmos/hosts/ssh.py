@@ -33,20 +33,28 @@ DRAIN_WAIT = 2.0
 READ_FILE_LIMIT = 4 * 1024 * 1024
 # read_file's exit status for "no such file": distinct from cat's own failures.
 MISSING = 44
+# How long the login-shell question may take after connecting.
+PROBE_TIMEOUT = 5.0
 
 # The first line on the stderr channel names the command's process group, so that a timeout or
 # a cancel can end the whole tree. sshd starts every session with setsid(), so the shell is a
-# group leader and `exec` keeps its pid; everything the command starts stays in that group.
+# group leader and keeps its pid; everything the command starts stays in that group.
 PID_MARK = b"\x1fkosmos-pgid "
 _EXPORTS = " ".join(f"{k}={v}" for k, v in PAGER_ENV.items())
 # Pager variables are set here, not with `env` requests: most sshd configs refuse AcceptEnv.
-_SCRIPT = f'printf "\\037kosmos-pgid %s\\n" "$$" >&2; exec 2>&1; export {_EXPORTS}; exec sh -c "$1"'
-assert "'" not in _SCRIPT
+_PROLOGUE = f'printf "\\037kosmos-pgid %s\\n" "$$" >&2; exec 2>&1; export {_EXPORTS}; '
+assert "'" not in _PROLOGUE
+# Login shells that run the prologue as it is; any other (fish, csh) gets `exec sh -c` first.
+POSIX_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "yash"})
 
 
-def wrap(command: str) -> str:
-    """The remote command line: any login shell runs it, sh runs the command itself."""
-    return f"exec sh -c '{_SCRIPT}' kosmos {shlex.quote(command)}"
+def wrap(command: str, *, posix_login_shell: bool = False) -> str:
+    """The remote command line. The command runs by `eval` in the shell that printed the group:
+    the login shell itself when it is a POSIX shell (as `ssh host CMD` does, one process less),
+    else a `sh` it execs into."""
+    if posix_login_shell:
+        return _PROLOGUE + "eval " + shlex.quote(command)
+    return f"exec sh -c '{_PROLOGUE}eval \"$1\"' kosmos {shlex.quote(command)}"
 
 
 def _kill_script(pgid: int) -> str:
@@ -99,6 +107,7 @@ class SSHRunner:
         )
         self._link: Link | None = None
         self._connected_once = False
+        self._posix = False
         self._lock = asyncio.Lock()
 
     # -- the connection ----------------------------------------------------------------------
@@ -114,6 +123,17 @@ class SSHRunner:
             self._link = None
         self._link = await self.connector.open()
         self._connected_once = True
+        self._posix = await self._login_shell_is_posix(self._link.conn)
+
+    async def _login_shell_is_posix(self, conn: asyncssh.SSHClientConnection) -> bool:
+        """Whether the login shell can run the prologue itself; asked once per connection."""
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                result = await conn.run('printf %s "$SHELL"', stdin=asyncssh.DEVNULL)
+        except (asyncssh.Error, OSError, TimeoutError):
+            return False
+        shell = str(result.stdout or "").strip().rsplit("/", 1)[-1]
+        return result.exit_status == 0 and shell in POSIX_SHELLS
 
     async def _conn(self) -> asyncssh.SSHClientConnection:
         """The open connection; reconnects once if it dropped since the last command."""
@@ -155,7 +175,7 @@ class SSHRunner:
     ) -> CommandResult:
         return await self._exec(
             command,
-            wrap(command),
+            wrap(command, posix_login_shell=self._posix),
             timeout=timeout,
             on_output=on_output,
             stop=stop,
@@ -168,7 +188,7 @@ class SSHRunner:
         command = f'f={target}; [ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f"'
         result = await self._exec(
             command,
-            wrap(command),
+            wrap(command, posix_login_shell=self._posix),
             timeout=timeout,
             buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
         )
@@ -252,9 +272,11 @@ class SSHRunner:
             with contextlib.suppress(asyncssh.Error, OSError):
                 await proc.wait_closed()
 
-        if stdin:
-            proc.stdin.write(stdin)
-        proc.stdin.write_eof()
+        # A command that has already ended (or a dropped connection) cannot take its stdin.
+        with contextlib.suppress(asyncssh.Error, OSError):
+            if stdin:
+                proc.stdin.write(stdin)
+            proc.stdin.write_eof()
 
         work = asyncio.ensure_future(finished())
         waiters: set[asyncio.Future[object]] = {work}
