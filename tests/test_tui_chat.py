@@ -119,7 +119,7 @@ def focused_in(app: KosmosApp, widget: Widget) -> bool:
 
 
 def said(app: KosmosApp, kind: str | None = None) -> list[str]:
-    return chat_screen(app).chat_log.lines(kind)
+    return chat_screen(app).conversation.lines(kind)
 
 
 def ready(app: KosmosApp) -> Callable[[], bool]:
@@ -186,13 +186,13 @@ async def test_a_chosen_skill_runs_in_the_chat_with_approval(
         await until(pilot, told, "a notice that the chat's run waits")
 
         def awaiting() -> bool:
-            views = list(chat_screen(app).chat_log.query(RunView))
+            views = list(chat_screen(app).conversation.query(RunView))
             step = views[0].cmd_steps.get(1) if views else None
             return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
 
         await pilot.press("ctrl+t")
         await until(pilot, awaiting, "the command awaiting approval in the chat, focused")
-        view = chat_screen(app).chat_log.query_one(RunView)
+        view = chat_screen(app).conversation.query_one(RunView)
         assert chat_screen(app).busy  # the chat waits for the run
         assert len(llm.requests) == 3  # classify, select, the skill's first step: nothing ran
         await pilot.press("enter")
@@ -203,7 +203,7 @@ async def test_a_chosen_skill_runs_in_the_chat_with_approval(
         assert "unit-42" in "\n".join(view.cmd_steps[1].query_one("#output").lines)
         transcript = view.controller.transcript_path
         # The summary comes after the run view in the conversation.
-        children = list(chat_screen(app).chat_log.children)
+        children = list(chat_screen(app).conversation.children)
         summary = next(w for w in children if done in getattr(w, "texts", ()))
         assert children.index(view) < children.index(summary)
     assert "unit-42" in llm.requests[3].last_user_text
@@ -302,7 +302,7 @@ async def test_the_hosts_own_skills_become_tools_and_run_there(
         await type_line(pilot, app, "is cron ok there?")
 
         def awaiting() -> bool:
-            view = chat_screen(app).chat_log.query(RunView)
+            view = chat_screen(app).conversation.query(RunView)
             step = view.first(RunView).cmd_steps.get(1) if view else None
             return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
 
@@ -310,7 +310,7 @@ async def test_the_hosts_own_skills_become_tools_and_run_there(
         await pilot.press("enter")
         done = en("skill_done", skill="svc", message="cron is fine there")
         await until(pilot, lambda: done in said(app, "result"), "the summary")
-        view = chat_screen(app).chat_log.query_one(RunView)
+        view = chat_screen(app).conversation.query_one(RunView)
         assert view.run_title == "svc @ inproc"
     assert "- svc: Check whether a systemd unit is healthy" in llm.requests[0].system
     assert f"on-{ssh_server.state.home}" in llm.requests[3].last_user_text
@@ -328,7 +328,7 @@ async def test_quitting_asks_while_a_chat_skill_runs_a_command_and_ctrl_c_stops_
         screen = chat_screen(app)
 
         def awaiting() -> bool:
-            views = screen.chat_log.query(RunView)
+            views = screen.conversation.query(RunView)
             step = views.first(RunView).cmd_steps.get(1) if views else None
             return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
 

@@ -45,13 +45,13 @@ def test_chat_with_a_skill_awaiting_approval(
         await type_line(pilot, app, "is cron ok?")
 
         def awaiting() -> bool:
-            views = chat_screen(app).chat_log.query(RunView)
+            views = chat_screen(app).conversation.query(RunView)
             step = views.first(RunView).cmd_steps.get(1) if views else None
             return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
 
         await until(pilot, awaiting, "the command awaiting approval")
         # The transcript's name carries the time: show a fixed one.
-        view = chat_screen(app).chat_log.query_one(RunView)
+        view = chat_screen(app).conversation.query_one(RunView)
         view.query_one("#run-title", Static).update("probe @ local · transcript probe.jsonl")
         for field in app.screen.query(Input):
             field.cursor_blink = False

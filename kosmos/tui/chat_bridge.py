@@ -12,29 +12,29 @@ from kosmos.chat.agent import Kind, SkillOutcome
 from kosmos.skills.model import Skill
 from kosmos.tui.operator import TuiOperator
 from kosmos.tui.runs import RunController, RunSpec
-from kosmos.tui.widgets.chat_log import ChatSaid, ChatShow
+from kosmos.tui.widgets.chat_conversation import ChatSaid, ChatShow
 from kosmos.tui.widgets.run_view import RunView
 
 if TYPE_CHECKING:
     from kosmos.tui.app import KosmosApp
 
 
-class LogOutput:
+class ConversationOutput:
     """The agent's `Output`: each text becomes a line of the conversation (via a message)."""
 
-    def __init__(self, log: MessagePump) -> None:
-        self.log = log
+    def __init__(self, conversation: MessagePump) -> None:
+        self.conversation = conversation
 
     def say(self, text: str, kind: Kind = "progress") -> None:
-        self.log.post_message(ChatSaid(text, kind))
+        self.conversation.post_message(ChatSaid(text, kind))
 
 
 class TuiSkillRunner:
     """The agent's `SkillRunner`: a run view in the conversation, driven as a run tab is."""
 
-    def __init__(self, app: KosmosApp, log: MessagePump, host: Callable[[], str]) -> None:
+    def __init__(self, app: KosmosApp, conversation: MessagePump, host: Callable[[], str]) -> None:
         self.app = app
-        self.log = log
+        self.conversation = conversation
         self.host = host
         self.current: RunController | None = None
         self.views: list[RunView] = []
@@ -71,7 +71,7 @@ class TuiSkillRunner:
         view.controller = controller
         view.operator = operator
         self.views.append(view)
-        self.log.post_message(ChatShow(view))
+        self.conversation.post_message(ChatShow(view))
         self.current = controller
         try:
             result = await controller.run()

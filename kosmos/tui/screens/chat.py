@@ -26,9 +26,9 @@ from kosmos.chat.host_skills import HostSkills, host_skills, offer
 from kosmos.errors import EXIT_DONE, KosmosError
 from kosmos.frontends.chat import default_log_path
 from kosmos.skills.model import Skill
-from kosmos.tui.chat_bridge import LogOutput, TuiSkillRunner
+from kosmos.tui.chat_bridge import ConversationOutput, TuiSkillRunner
 from kosmos.tui.messages import EngineEvent, OutputReady, RunStateChanged
-from kosmos.tui.widgets.chat_log import ChatLog, ChatSaid
+from kosmos.tui.widgets.chat_conversation import ChatSaid, Conversation
 
 if TYPE_CHECKING:
     from kosmos.tui.app import KosmosApp
@@ -62,22 +62,22 @@ class ChatScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("◆ kosmos chat", id="chat-title")
-        yield ChatLog(id="chat-log")
+        yield Conversation(id="conversation")
         with Horizontal(id="chat-bar"):
             yield Label("", id="chat-host")
             yield Input(placeholder=IDLE, id="chat-input")
         yield Footer()
 
     @property
-    def chat_log(self) -> ChatLog:
-        return self.query_one("#chat-log", ChatLog)
+    def conversation(self) -> Conversation:
+        return self.query_one("#conversation", Conversation)
 
     @property
     def input(self) -> Input:
         return self.query_one("#chat-input", Input)
 
     def on_mount(self) -> None:
-        self.skills = TuiSkillRunner(self.app, self.chat_log, self._selected_host)
+        self.skills = TuiSkillRunner(self.app, self.conversation, self._selected_host)
 
     def _selected_host(self) -> str:
         return self.app.main.sidebar.selected_host
@@ -110,7 +110,7 @@ class ChatScreen(Screen[None]):
         self.refresh_bindings()
 
     def _say(self, text: str, kind: str) -> None:
-        self.chat_log.post_message(ChatSaid(text, kind))
+        self.conversation.post_message(ChatSaid(text, kind))
 
     # -- a conversation ------------------------------------------------------------------
 
@@ -126,7 +126,7 @@ class ChatScreen(Screen[None]):
                 open_chat(
                     config.settings,
                     lang=pick_lang(None, config.env),
-                    output=LogOutput(self.chat_log),
+                    output=ConversationOutput(self.conversation),
                     log_path=self.log_path,
                     env=config.env,
                     skills=self._local_skills(),
@@ -243,7 +243,7 @@ class ChatScreen(Screen[None]):
     def _run_changed(self, message: EngineEvent | OutputReady | RunStateChanged) -> None:
         # A skill's run view grew: keep it in view (its own widgets handled the message).
         message.stop()
-        self.chat_log.follow()
+        self.conversation.follow()
         self.refresh_bindings()
         waiting = self.skills is not None and self.skills.waiting
         if isinstance(message, RunStateChanged) and waiting and not self.is_current:

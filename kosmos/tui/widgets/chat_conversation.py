@@ -43,7 +43,7 @@ class ChatLine(Static):
         self.update("\n".join(self.texts))
 
 
-class ChatLog(VerticalScroll):
+class Conversation(VerticalScroll):
     """Everything said, in order, the newest kept in view.
 
     Lines and widgets arrive as messages, so a worker's texts and the run views it opens keep
