@@ -30,7 +30,8 @@ REPLIES = [
     "[CMD] (ps -eo pid,user,%cpu,%mem,rss,comm --sort=-%mem 2>/dev/null || ps aux) | head -n 11",
     "[CMD] command -v systemctl >/dev/null && systemctl --failed --no-pager --no-legend 2>&1 "
     "|| echo 'systemctl missing or not usable (no systemd, e.g. a container)'",
-    "[DONE] OK\n"
+    "[DONE] OK (this report is the recorded one, about the demo host; run without --replay "
+    "for an LLM to report on this machine)\n"
     "- OS/kernel: Debian GNU/Linux 12 (bookworm), Linux 6.1.0-27-amd64 x86_64\n"
     "- Uptime/load: up 12 days; load 0.41 / 0.33 on 2 CPUs, well below the CPU count\n"
     "- Memory: 2.7Gi of 3.8Gi available; swap unused\n"

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -457,3 +458,34 @@ async def test_sudo_password_goes_over_ssh_stdin_and_nowhere_else(
     assert llm.requests[1].last_user_text.startswith("Command output:\n0\n")
     assert SUDO_PASSWORD not in transcript.read_text()
     assert SUDO_PASSWORD not in json.dumps([r.body for r in llm.requests])
+
+
+def test_sigterm_mid_command_over_ssh_ends_the_remote_tree(
+    llm: ScriptedLLM, ssh_cli_env: dict, remote: Sshd, tmp_path: Path
+) -> None:
+    """SIGTERM to kosmos while a remote command runs: the tree on the server is gone, exit 130."""
+    marker = "sleep 4343"
+    llm.script(f"[CMD] {marker} & {marker}; echo never")
+    transcript = tmp_path / "run.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kosmos", "run", "system-overview", "--host", "box",
+         "--non-interactive", "--yes", "--transcript", str(transcript)],
+        env=ssh_cli_env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(400):
+            if len([x for x in remote.user_processes() if marker in x]) >= 2:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"the command never started on the server: {proc.stderr}")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert asyncio.run(_until_gone(remote, marker)) == []
+    events = read_transcript(transcript)
+    assert events[-1].type == "result" and events[-1].status == "aborted"

@@ -273,6 +273,25 @@ class RunFrontend:
         finally:
             await runner.close()
 
+    def _replay_warner(self, session: Session) -> Callable[[str], None]:
+        """Where the replayed run's outputs differ: a notice each, or one for a bundled demo."""
+        if self.request.replay != "bundled":
+            return lambda text: session.emit(Notice(message=text))
+        shown = False
+
+        def once(text: str) -> None:
+            nonlocal shown
+            if not shown:
+                shown = True
+                session.emit(
+                    Notice(
+                        message=f"{text}; expected: the recording was made on another host "
+                        "(further differences are not shown)"
+                    )
+                )
+
+        return once
+
     def _recording(self, skill: Skill) -> tuple[Recording, bool] | None:
         """The recording to replay, and whether differences only warn."""
         ref = self.request.replay
@@ -370,7 +389,7 @@ class RunFrontend:
         )
         if isinstance(provider, ReplayProvider):
             session.replay_of = provider.recording.source
-            provider.warn = lambda text: session.emit(Notice(message=text))
+            provider.warn = self._replay_warner(session)
         self.session = session
         if policy_from.startswith("config") and req.yes:
             self.console.say(
