@@ -13,6 +13,7 @@ from kosmos.tui.operator import TuiOperator
 from kosmos.tui.screens.modals import HostKeyModal, SecretModal
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.skill_form import ParamsForm, SkillPanel
+from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
 from tests.tuihelpers import finished, make_app, until, write_skill
 
@@ -170,3 +171,17 @@ def test_host_choices_list_local_the_given_host_and_aliases(tmp_path: Path) -> N
         "db1",
     ]
     assert host_choices(tmp_path / "nowhere") == ["local"]
+
+
+def test_cli_rejects_a_bad_param_before_the_screen_opens(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    done = run_cli(["tui", "--param", "oops"], env=cli_env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "kosmos: --param 'oops': expected KEY=VALUE, for example --param unit=nginx.service"
+    )
+    shown = run_cli(["tui", "--help"], env=cli_env, cwd=tmp_path)
+    assert shown.returncode == 0
+    for flag in ("--host", "--skill", "--param", "--transcript"):
+        assert flag in shown.stdout

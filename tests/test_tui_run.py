@@ -9,8 +9,8 @@ from textual.widgets import Input
 
 from kosmos.transcript import read_transcript
 from kosmos.tui.widgets.command import CmdStep
-from kosmos.tui.widgets.steps import AskStep, DoneCard, ErrorCard, MessageStep
-from tests.llmserver import ScriptedLLM, Status
+from kosmos.tui.widgets.steps import AskStep, DoneCard, ErrorCard, MessageStep, Thinking
+from tests.llmserver import Hang, ScriptedLLM, Status
 from tests.tuihelpers import (
     awaiting_step,
     finished,
@@ -200,3 +200,15 @@ async def test_two_runs_in_two_tabs_at_once(llm: ScriptedLLM, home: Path) -> Non
         assert first.query_one(DoneCard).text == "alpha finished"
         assert second.query_one(DoneCard).text == "beta finished"
         assert len(app.main.query(CmdStep)) == 2
+
+
+async def test_thinking_indicator_shows_while_the_llm_works(llm: ScriptedLLM, home: Path) -> None:
+    llm.script(Hang(1.5, "[DONE] slow but done"))
+    app = make_app(llm.base_url, home, params={"unit": "x"})
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: bool(front_view(app).query(Thinking)), "the indicator")
+        text = str(front_view(app).query_one(Thinking).render())
+        assert "thinking · step 1 ·" in text and text.endswith(" s")
+        await until(pilot, finished(app), "the run's end")
+        await until(pilot, lambda: not front_view(app).query(Thinking), "the indicator gone")

@@ -95,3 +95,34 @@ async def test_stop_key_ends_the_remote_process_tree(
         assert "stopped after" in str(view.cmd_steps[1].query_one("#state").render())
         await until(pilot, lambda: not processes_running("sleep 4713.5"), "the sleep gone")
     assert "never" not in llm.requests[1].last_user_text
+
+
+async def test_remote_skills_and_the_system_context_come_from_the_host(
+    llm: ScriptedLLM, ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
+) -> None:
+    write_client_home(ssh_home, ssh_server, ssh_keys[1])
+    panel_dir = ssh_server.state.home / ".config" / "kosmos-panel"
+    skill = panel_dir / "skills" / "remote-probe" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: remote-probe\ndescription: lives on the host\n---\nProbe.\n")
+    (panel_dir / "ai_system_promt.md").write_text("This host runs **nginx** behind haproxy.\n")
+    llm.script("[DONE] seen")
+    app = make_app(llm.base_url, ssh_home, skill=None, hosts=host_choices(ssh_home), host="inproc")
+    async with app.run_test(size=(140, 45)) as pilot:
+        sidebar = app.main.sidebar
+        await until(pilot, lambda: sidebar.remote_skills, "the host's skills listed")
+        assert [s.name for s in sidebar.remote_skills] == ["remote-probe"]
+        assert sidebar.remote_skills[0].source == "remote"
+        sidebar.select_skill(sidebar.remote_skills[0])
+        await until(pilot, lambda: app.main.query("#params-form"), "the remote skill's form")
+        await pilot.press("ctrl+r")
+        await until(pilot, finished(app), "the run's end")
+        await pilot.press("ctrl+o")
+        panel = app.main.query_one("#context")
+        assert panel.display and panel.has_class("shown")
+        knowledge = str(panel.query_one("#knowledge").render())
+        assert "haproxy" in knowledge and "ai_system_promt.md" in knowledge
+        assert "--- Active Skill: remote-probe ---" in str(
+            panel.query_one("#system-prompt").render()
+        )
+    assert "haproxy" in llm.requests[0].system

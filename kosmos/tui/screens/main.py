@@ -30,7 +30,7 @@ from kosmos.tui.widgets.context_panel import ContextPanel
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.sidebar import Sidebar
 from kosmos.tui.widgets.skill_form import SkillPanel
-from kosmos.tui.widgets.steps import ErrorCard
+from kosmos.tui.widgets.steps import Note
 
 if TYPE_CHECKING:
     from kosmos.tui.app import KosmosApp
@@ -257,11 +257,14 @@ class MainScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker_state(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.group == "runs" and worker.state == WorkerState.ERROR:
+        if worker.state != WorkerState.ERROR:
+            return
+        error = self.app.redactor(f"{worker.error!r}")
+        if worker.group == "runs":
             view = self.query_one(f"#{worker.name}", RunView)
-            view.mount(ErrorCard(f"internal error: {worker.error!r}", "kosmos"))
-        elif worker.state == WorkerState.ERROR:
-            self.notify(f"{worker.error}", severity="error")
+            view.mount(Note(f"the run stopped on an internal error: {error}", "warn"))
+        else:
+            self.notify(error, severity="error")
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self) -> None:
