@@ -82,6 +82,12 @@ class RunView(VerticalScroll):
             self.call_after_refresh(self.scroll_end, animate=False)
         return mounted
 
+    async def _put(self, widget: Widget) -> None:
+        """Mount and wait: a later event may act on the widget (the indicator's removal)."""
+        mounted = self._add(widget)
+        if mounted is not None:
+            await mounted
+
     def _stop_thinking(self) -> None:
         if self.thinking is not None:
             self.thinking.remove()
@@ -180,14 +186,14 @@ class RunView(VerticalScroll):
                 title.update(f"{self.run_title} · transcript {shown_path(event.transcript)}")
         elif isinstance(event, KnowledgeLoaded):
             self.knowledge = event
-            self._add(Note(f"System Context loaded from {event.path} (ctrl+o shows it)"))
+            await self._put(Note(f"System Context loaded from {event.path} (ctrl+o shows it)"))
         elif isinstance(event, LLMRequest):
             if self.system_prompt is None:
                 system = [m for m in event.new_messages if m.role == "system"]
                 self.system_prompt = system[0].content if system else None
             self._stop_thinking()
             self.thinking = Thinking(event.step)
-            self._add(self.thinking)
+            await self._put(self.thinking)
         elif isinstance(event, LLMRetry):
             if self.thinking is not None:
                 self.thinking.retrying(f"retry {event.attempt}: {event.reason}")
@@ -211,32 +217,34 @@ class RunView(VerticalScroll):
             if ask is not None:
                 ask.answered(event.answer)
         elif isinstance(event, FormatError):
-            self._add(Note(f"step {event.step}: the reply had no tag ({event.count})", "warn"))
+            await self._put(
+                Note(f"step {event.step}: the reply had no tag ({event.count})", "warn")
+            )
         elif isinstance(event, Notice):
-            self._add(Note(event.message, "warn"))
+            await self._put(Note(event.message, "warn"))
         elif isinstance(event, CapabilityFallback):
-            self._add(Note(f"{event.capability} refused: {event.reason}; using {event.next}"))
+            await self._put(Note(f"{event.capability} refused: {event.reason}; using {event.next}"))
         elif isinstance(event, ParamsUpdate) and event.kind == "rejected":
-            self._add(Note(f"params rejected: {event.problems}", "warn"))
+            await self._put(Note(f"params rejected: {event.problems}", "warn"))
         elif isinstance(event, RunFinished):
-            self._finished(event)
+            await self._finished(event)
 
     async def _directive(self, event: Directive) -> None:
         if event.said:
-            self._add(Note(event.said))
+            await self._put(Note(event.said))
         if event.kind == "cmd":
             await self._cmd_step(event.step, event.text)
         elif event.kind == "message":
-            self._add(MessageStep(event.step, event.text))
+            await self._put(MessageStep(event.step, event.text))
         elif event.kind == "done":
             self.done_text = event.text
 
-    def _finished(self, event: RunFinished) -> None:
+    async def _finished(self, event: RunFinished) -> None:
         self._stop_thinking()
         self.result = event
         self.pending = None
         text = self.done_text if event.status == "done" and self.done_text else event.message
         card = DoneCard(event, text)
-        self._add(card)
+        await self._put(card)
         self.call_after_refresh(self.scroll_end, animate=False)
         self.post_message(RunStateChanged(self.id or ""))
