@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from kosmos.config import Settings
 from kosmos.fleet.orchestrator import DEFAULT_FORKS
@@ -21,6 +22,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
+from kosmos.tui.screens.chat import chat_running_commands, chat_stop_command, open_chat_screen
 from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
@@ -44,6 +46,9 @@ class TuiConfig:
     fleet: list[HostSpec] = field(default_factory=list)
     forks: int = DEFAULT_FORKS
     open_runner: Callable[[HostSpec], Runner] | None = None
+    # The home the chat screen puts its log under (None: the user's).
+    home: Path | None = None
+    chat: bool = False  # open the chat screen at start
 
 
 class KosmosApp(App[int]):
@@ -51,6 +56,7 @@ class KosmosApp(App[int]):
 
     CSS_PATH = Path(__file__).parent / "kosmos.tcss"
     TITLE = "kosmos"
+    BINDINGS = [Binding("ctrl+t", "chat", "Chat")]
 
     def __init__(self, config: TuiConfig) -> None:
         super().__init__()
@@ -67,6 +73,13 @@ class KosmosApp(App[int]):
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen()
+
+    def on_mount(self) -> None:
+        if self.config.chat:
+            open_chat_screen(self)
+
+    def action_chat(self) -> None:
+        open_chat_screen(self)
 
     def _host_state(self, target: str, state: str, detail: str) -> None:
         if self.screen_stack:
@@ -85,7 +98,8 @@ class KosmosApp(App[int]):
     async def action_quit(self) -> None:
         # Fleet screens sit above the main one; their hosts' commands count too.
         fleets = [s for s in self.screen_stack if isinstance(s, FleetScreen)]
-        running = self.main.running_commands() + sum(s.running_commands() for s in fleets)
+        running = self.main.running_commands() + chat_running_commands(self)
+        running += sum(s.running_commands() for s in fleets)
         if not running:
             self.exit(0)
             return
@@ -97,6 +111,7 @@ class KosmosApp(App[int]):
                     *(f for s in fleets for f in s.feeds.values()),
                 ]:
                     controller.stop_command()
+                chat_stop_command(self)
                 self.exit(0)
 
         self.push_screen(QuitModal(running), callback=answered)
@@ -117,6 +132,7 @@ def run_tui(
     home: Path,
     fleet: Sequence[HostSpec] = (),
     forks: int = DEFAULT_FORKS,
+    chat: bool = False,
 ) -> int:
     """Start the app in this terminal; returns its exit code when the operator quits.
     `fleet`: hosts marked at start, so that ctrl+r runs the skill on all of them."""
@@ -134,5 +150,7 @@ def run_tui(
         params=parse_param_flags(params),
         transcript=transcript,
         env=env,
+        home=home,
+        chat=chat,
     )
     return KosmosApp(config).run() or 0
