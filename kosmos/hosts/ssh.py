@@ -27,6 +27,8 @@ from kosmos.hosts.target import Target
 READ_CHUNK = 64 * 1024
 # After SIGTERM, how long the remote group gets before SIGKILL.
 KILL_GRACE = 0.5
+# How long a failed channel open waits to learn whether the connection itself just ended.
+CLOSE_NOTICE = 1.0
 # How long to wait for the output to end once the group was killed.
 DRAIN_WAIT = 2.0
 # How much of a file read_file returns (knowledge, SKILL.md files are far smaller).
@@ -220,6 +222,10 @@ class SSHRunner:
                 proc = await conn.create_process(remote, encoding=None)
                 break
             except (asyncssh.Error, OSError) as e:
+                if not link.is_closed:
+                    # A connection cut under us can fail here before its end is noticed.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(link.client.closed.wait(), CLOSE_NOTICE)
                 if not link.is_closed:
                     raise HostError(
                         f"{self.name}: the server refused to start the command: {e}"
