@@ -7,7 +7,7 @@ import contextlib
 import shlex
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import asyncssh
@@ -20,7 +20,9 @@ from kosmos.hosts.runner import (
     HostPrompter,
     OnOutput,
     OutputBuffer,
+    ReadTimeout,
     StreamDecoder,
+    read_first_each,
 )
 from kosmos.hosts.target import Target
 
@@ -199,6 +201,57 @@ class SSHRunner:
         if result.exit_code != 0:
             return None
         return result.output.data().decode("utf-8", errors="replace")
+
+    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        """One command for all of `paths`: each read costs a round trip to the host.
+
+        The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
+        timeout names the path being read. A file that is there but blank to `grep` is passed
+        over as read_first_each does; a host without grep, and the rare file of Unicode-only
+        blanks, get one read per path instead.
+        """
+        if not paths:
+            return None
+        listed = " ".join(_remote_path(p) for p in paths)
+        command = (
+            "command -v grep >/dev/null 2>&1 || exit 1; "
+            f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
+            '[ -e "$f" ] && [ ! -d "$f" ] && grep -q \'[^[:space:]]\' "$f" 2>/dev/null '
+            '&& { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f"i=$((i+1)); done; exit {MISSING}"
+        )
+        result = await self._exec(
+            command,
+            wrap(command, posix_login_shell=self._posix),
+            timeout=timeout,
+            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+        )
+        data = result.output.data()
+        tried, hit, text = 0, None, b""
+        while data:
+            line, _, rest = data.partition(b"\n")
+            word, _, number = line.partition(b" ")
+            if word not in (b"try", b"hit") or not number.isdigit():
+                break
+            if word == b"try":
+                tried = int(number)
+            else:
+                hit, text = int(number), rest
+                break
+            data = rest
+        if result.timed_out:
+            raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
+        if result.connection_lost:
+            raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
+        if hit is None or result.exit_code != 0 or hit >= len(paths):
+            return None if result.exit_code == MISSING else await self._read_each(paths, timeout)
+        decoded = text.decode("utf-8", errors="replace")
+        if decoded.strip():
+            return paths[hit], decoded
+        return await self._read_each(paths[hit + 1 :], timeout)
+
+    async def _read_each(self, paths: Sequence[str], timeout: float) -> tuple[str, str] | None:
+        return await read_first_each(self, paths, timeout=timeout)
 
     async def _exec(
         self,
