@@ -136,6 +136,12 @@ def completion_body(item: str | Completion, model: str) -> dict[str, Any]:
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # A fleet's hosts connect at once: socketserver's backlog of 5 drops connections past it.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class ScriptedLLM:
     """Replies from a script, in order; every request is recorded in `requests`."""
 
@@ -149,8 +155,7 @@ class ScriptedLLM:
         self.embedder: Callable[[str], list[float]] | None = None
         self.embedding_requests: list[Recorded] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         # A short poll interval: stop() waits for it, once per test.
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
