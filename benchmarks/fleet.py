@@ -11,9 +11,11 @@ like the tests' fixture). A scripted LLM in its own process answers every reques
 * kosmos, CLI: the same as `kosmos run` in a fresh process (Python start-up included);
 * bare asyncssh: `gather` of one connection per host running the 3 commands in turn;
 * ssh + xargs -P N: one `ssh` per host running the 3 commands in one session;
-* ansible ad-hoc (`-m shell`, `--forks N`), only when `ansible` is importable here.
+* ansible ad-hoc (`-m shell`, `--forks N`), when `ansible` is importable here or `--ansible`
+  names its executable (e.g. from a venv of its own: `python -m venv /tmp/ansible-venv &&
+  /tmp/ansible-venv/bin/pip install ansible-core`, then `--ansible /tmp/ansible-venv/bin/ansible`).
 
-    sudo python benchmarks/fleet.py [--sizes 1,10,50] [--repeat 5]
+    sudo python benchmarks/fleet.py [--sizes 1,10,50] [--repeat 5] [--ansible PATH]
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def ssh_xargs(n: int, config: Path) -> None:
     )
 
 
-def ansible_adhoc(n: int, sshd: Sshd, tmp: Path) -> None:
+def ansible_adhoc(ansible: str, n: int, sshd: Sshd, tmp: Path) -> None:
     inventory = tmp / "inventory.ini"
     inventory.write_text(
         "".join(
@@ -144,9 +146,10 @@ def ansible_adhoc(n: int, sshd: Sshd, tmp: Path) -> None:
         **os.environ,
         "ANSIBLE_HOST_KEY_CHECKING": "False",
         "ANSIBLE_PRIVATE_KEY_FILE": str(sshd.client_key),
+        "LC_ALL": "C.UTF-8",  # ansible refuses to start without a UTF-8 locale
     }
     subprocess.run(
-        ["ansible", "all", "-i", str(inventory), "-m", "shell", "-a", "; ".join(COMMANDS)]
+        [ansible, "all", "-i", str(inventory), "-m", "shell", "-a", "; ".join(COMMANDS)]
         + ["--forks", str(n)],
         env=env,
         check=True,
@@ -154,12 +157,17 @@ def ansible_adhoc(n: int, sshd: Sshd, tmp: Path) -> None:
     )
 
 
-def have_ansible() -> bool:
+def find_ansible(given: str | None) -> str | None:
+    """The `ansible` executable: the one given, or the one of an importable ansible."""
+    if given:
+        if not os.access(given, os.X_OK):
+            sys.exit(f"--ansible {given}: not an executable; give the path of `ansible`")
+        return given
     try:
         import ansible  # noqa: F401
     except ImportError:
-        return False
-    return shutil.which("ansible") is not None
+        return None
+    return shutil.which("ansible")
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -198,6 +206,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,50")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ansible", help="the ansible executable, e.g. from its own venv")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     sshd = start_sshd("bench")
@@ -208,7 +217,7 @@ def main() -> None:
         (skills / "three").mkdir(parents=True)
         (skills / "three" / "SKILL.md").write_text(SKILL)
         runs = tmp / "runs"
-        ansible = have_ansible()
+        ansible = find_ansible(args.ansible)
         rows: list[tuple[int, dict[str, float]]] = []
         with llm_server() as base_url:
             for n in sizes:
@@ -227,7 +236,9 @@ def main() -> None:
                     "ssh + xargs -P": lambda n=n, c=config: ssh_xargs(n, c),
                 }
                 if ansible:
-                    contenders["ansible ad-hoc"] = lambda n=n: ansible_adhoc(n, sshd, tmp)
+                    contenders["ansible ad-hoc"] = lambda n=n, a=ansible: ansible_adhoc(
+                        a, n, sshd, tmp
+                    )
                 figures = timed(contenders, args.repeat)
                 rows.append((n, figures))
     finally:
@@ -239,7 +250,7 @@ def main() -> None:
         f"median of {args.repeat} runs, seconds (x: vs bare asyncssh gather)"
     )
     if not ansible:
-        print("ansible: not importable here, left out (pip install ansible-core to include it)")
+        print("ansible: not found, left out (see --ansible to include it)")
     names = list(rows[0][1])
     print(f"{'N':>4}  " + "  ".join(f"{name:>22}" for name in names))
     for n, figures in rows:

@@ -70,6 +70,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     at: float
+    port: int = 0  # the client's port: one per connection
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -135,6 +136,12 @@ def completion_body(item: str | Completion, model: str) -> dict[str, Any]:
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # A fleet's hosts connect at once: socketserver's backlog of 5 drops connections past it.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class ScriptedLLM:
     """Replies from a script, in order; every request is recorded in `requests`."""
 
@@ -148,8 +155,7 @@ class ScriptedLLM:
         self.embedder: Callable[[str], list[float]] | None = None
         self.embedding_requests: list[Recorded] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         # A short poll interval: stop() waits for it, once per test.
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -249,6 +255,7 @@ class ScriptedLLM:
                     {k.lower(): v for k, v in self.headers.items()},
                     body,
                     time.time(),
+                    self.client_address[1],
                 )
                 if llm.embedder is not None and self.path.rstrip("/").endswith("/embeddings"):
                     with llm._lock:

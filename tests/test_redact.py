@@ -254,3 +254,12 @@ def test_long_texts_are_redacted_line_by_line_with_the_same_result() -> None:
     r = Redactor()
     assert r(text) == "\n".join(r(line) for line in lines * 200)
     assert "s3cretpw" not in r(text) and "AKIAABCDEFGHIJKLMNOP" not in r(text)
+
+
+def test_a_secret_added_later_masks_text_seen_before() -> None:
+    redactor = Redactor()
+    line = "login ok for hunter2-Zq9 at 10:02"
+    assert redactor(line) == line
+    redactor.add("hunter2-Zq9")
+    assert redactor(line) == f"login ok for {MASK} at 10:02"
+    assert redactor(line) == f"login ok for {MASK} at 10:02"

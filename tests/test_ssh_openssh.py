@@ -87,6 +87,15 @@ async def test_alias_runs_as_the_configured_user(runner: SSHRunner, remote: Sshd
     assert result.exit_code == 0
 
 
+async def test_the_first_command_names_the_login_shell_for_the_next(runner: SSHRunner) -> None:
+    # No probe before the first command: it runs under `sh -c` (where $0 is kosmos's own name)
+    # and reports $SHELL; the test user's /bin/sh is POSIX, so the next runs in it directly.
+    first = await runner.run('echo "$0"', timeout=5)
+    second = await runner.run('echo "$0"', timeout=5)
+    assert first.output.text().strip() == "kosmos"
+    assert second.output.text().strip().lstrip("-").rsplit("/", 1)[-1] == "sh"
+
+
 async def test_timeout_leaves_nothing_behind_on_the_server(runner: SSHRunner, remote: Sshd) -> None:
     result = await runner.run("sleep 4801 & sleep 4802", timeout=0.5)
     assert result.timed_out

@@ -13,7 +13,7 @@ import pytest
 from kosmos.engine.operator import Approval, CommandProposal
 from kosmos.errors import HostError, KosmosError
 from kosmos.events import CommandFinished, Notice
-from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
+from kosmos.hosts.knowledge import KNOWLEDGE_PATHS, KnowledgeTimeout, load_knowledge
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from tests.helpers import ScriptOperator, make_skill, run_session
@@ -161,14 +161,32 @@ async def test_read_file_finds_home_and_relative_paths(
     assert knowledge is not None and knowledge.path == "./.kosmos-panel/ai_system_promt.md"
 
 
+async def test_knowledge_is_the_first_file_with_text_read_in_one_command(
+    runner: SSHRunner, ssh_server: InProcessSSHServer
+) -> None:
+    home = ssh_server.state.home
+    assert await load_knowledge(runner, timeout=5) is None
+    (home / ".config" / "kosmos-panel").mkdir(parents=True)
+    (home / ".config" / "kosmos-panel" / "ai_system_promt.md").write_text("home notes\n")
+    (home / ".kosmos-panel").mkdir()
+    (home / ".kosmos-panel" / "ai_system_promt.md").write_text(" \n\t\n")  # blank: passed over
+    knowledge = await load_knowledge(runner, timeout=5)
+    assert knowledge is not None
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    (home / ".kosmos-panel" / "ai_system_promt.md").write_text("project notes\n")
+    found = await runner.read_first(KNOWLEDGE_PATHS, timeout=5)
+    assert found == (KNOWLEDGE_PATHS[0], "project notes\n")
+
+
 async def test_a_slow_knowledge_file_times_out(
     runner: SSHRunner, ssh_server: InProcessSSHServer
 ) -> None:
     folder = ssh_server.state.home / ".kosmos-panel"
     folder.mkdir()
     os.mkfifo(folder / "ai_system_promt.md")  # nobody writes: reading it never ends
-    with pytest.raises(KnowledgeTimeout):
+    with pytest.raises(KnowledgeTimeout) as caught:
         await load_knowledge(runner, timeout=0.5)
+    assert caught.value.path == KNOWLEDGE_PATHS[0]
     assert (await runner.run("echo still usable", timeout=5)).exit_code == 0
 
 

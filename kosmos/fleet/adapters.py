@@ -52,5 +52,8 @@ class NamedRunner:
     async def read_file(self, path: str, *, timeout: float) -> str | None:
         return await self.inner.read_file(path, timeout=timeout)
 
+    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        return await self.inner.read_first(paths, timeout=timeout)
+
     async def close(self) -> None:
         await self.inner.close()

@@ -125,6 +125,11 @@ class Connector:
         self.keepalive_count_max = keepalive_count_max
         self.known_hosts = KnownHosts(self.ssh_dir / "known_hosts")
         self.locked_keys: list[Path] = []
+        # Parsed settings per (host, user, port), kept while ~/.ssh/config is unchanged: a
+        # connect looks them up several times (ProxyJump, keys, messages).
+        self._configs: dict[tuple[str, str | None, int | None], SSHClientConfig | None] = {}
+        self._configs_stamp: tuple[int, int] | None = None
+        self._local_user: str | None = None
 
     # -- what the runner calls ---------------------------------------------------------------
 
@@ -154,9 +159,24 @@ class Connector:
     def _config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig | None:
         """The ssh_config settings for one host, or None if asyncssh cannot give them."""
         try:
-            local_user = getpass.getuser()
+            stat = (self.ssh_dir / "config").stat()
+            stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            stamp = None
+        if stamp != self._configs_stamp:
+            self._configs.clear()
+            self._configs_stamp = stamp
+        key = (host, user, port)
+        if key not in self._configs:
+            self._configs[key] = self._load_config(host, user, port)
+        return self._configs[key]
+
+    def _load_config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig | None:
+        try:
+            if self._local_user is None:
+                self._local_user = getpass.getuser()
             return SSHClientConfig.load(
-                None, self._config_paths(), False, False, False, local_user,
+                None, self._config_paths(), False, False, False, self._local_user,
                 user or (), host, port or (),
             )  # fmt: skip
         except Exception:  # noqa: BLE001 - asyncssh then reads the config itself

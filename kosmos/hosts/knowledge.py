@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kosmos.hosts.runner import Runner
+from kosmos.hosts.runner import ReadTimeout, Runner
 
 # seed 001: the file name is spelled `promt`; kosmos-panel hosts have it under that name.
 KNOWLEDGE_PATHS = (
@@ -27,11 +27,8 @@ class KnowledgeTimeout(Exception):
 
 async def load_knowledge(runner: Runner, *, timeout: float) -> Knowledge | None:
     """The first knowledge file found on the host, or None; a slow read raises KnowledgeTimeout."""
-    for path in KNOWLEDGE_PATHS:
-        try:
-            text = await runner.read_file(path, timeout=timeout)
-        except TimeoutError as e:
-            raise KnowledgeTimeout(path, timeout) from e
-        if text is not None and text.strip():
-            return Knowledge(path, text)
-    return None
+    try:
+        found = await runner.read_first(KNOWLEDGE_PATHS, timeout=timeout)
+    except ReadTimeout as e:
+        raise KnowledgeTimeout(e.path, timeout) from e
+    return Knowledge(*found) if found is not None else None

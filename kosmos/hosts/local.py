@@ -7,9 +7,17 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from kosmos.hosts.runner import PAGER_ENV, CommandResult, OnOutput, OutputBuffer, StreamDecoder
+from kosmos.hosts.runner import (
+    PAGER_ENV,
+    CommandResult,
+    OnOutput,
+    OutputBuffer,
+    StreamDecoder,
+    read_first_each,
+)
 
 READ_CHUNK = 64 * 1024
 # After SIGTERM, how long the group gets before SIGKILL.
@@ -168,3 +176,6 @@ class LocalRunner:
 
         async with asyncio.timeout(timeout):
             return await asyncio.to_thread(read)
+
+    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        return await read_first_each(self, paths, timeout=timeout)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,6 +17,14 @@ TRANSCRIPT_HEAD = 512 * 1024
 TRANSCRIPT_TAIL = 512 * 1024
 
 OnOutput = Callable[[str], None]
+
+
+class ReadTimeout(TimeoutError):
+    """Reading `path` took longer than the timeout."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__(f"reading {path} took longer than {timeout:g} s")
+        self.path = path
 
 
 class OutputBuffer:
@@ -145,4 +153,25 @@ class Runner(Protocol):
         """A file's text (`~` and relative paths as a login shell sees them); None if absent."""
         ...
 
+    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        """(path, text) of the first of `paths` that holds more than whitespace, or None.
+
+        Raises ReadTimeout naming the path being read when `timeout` runs out.
+        """
+        ...
+
     async def close(self) -> None: ...
+
+
+async def read_first_each(
+    runner: Runner, paths: Sequence[str], *, timeout: float
+) -> tuple[str, str] | None:
+    """`Runner.read_first` for runners where a file read is cheap: one `read_file` per path."""
+    for path in paths:
+        try:
+            text = await runner.read_file(path, timeout=timeout)
+        except TimeoutError as e:
+            raise ReadTimeout(path, timeout) from e
+        if text is not None and text.strip():
+            return path, text
+    return None

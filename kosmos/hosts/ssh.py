@@ -7,7 +7,7 @@ import contextlib
 import shlex
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import asyncssh
@@ -20,7 +20,9 @@ from kosmos.hosts.runner import (
     HostPrompter,
     OnOutput,
     OutputBuffer,
+    ReadTimeout,
     StreamDecoder,
+    read_first_each,
 )
 from kosmos.hosts.target import Target
 
@@ -35,16 +37,15 @@ DRAIN_WAIT = 2.0
 READ_FILE_LIMIT = 4 * 1024 * 1024
 # read_file's exit status for "no such file": distinct from cat's own failures.
 MISSING = 44
-# How long the login-shell question may take after connecting.
-PROBE_TIMEOUT = 5.0
 
 # The first line on the stderr channel names the command's process group, so that a timeout or
 # a cancel can end the whole tree. sshd starts every session with setsid(), so the shell is a
-# group leader and keeps its pid; everything the command starts stays in that group.
+# group leader and keeps its pid; everything the command starts stays in that group. The line
+# also names the login shell ($SHELL), which decides how the next commands are wrapped.
 PID_MARK = b"\x1fkosmos-pgid "
 _EXPORTS = " ".join(f"{k}={v}" for k, v in PAGER_ENV.items())
 # Pager variables are set here, not with `env` requests: most sshd configs refuse AcceptEnv.
-_PROLOGUE = f'printf "\\037kosmos-pgid %s\\n" "$$" >&2; exec 2>&1; export {_EXPORTS}; '
+_PROLOGUE = f'printf "\\037kosmos-pgid %s %s\\n" "$$" "$SHELL" >&2; exec 2>&1; export {_EXPORTS}; '
 assert "'" not in _PROLOGUE
 # Login shells that run the prologue as it is; any other (fish, csh) gets `exec sh -c` first.
 POSIX_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "yash"})
@@ -109,7 +110,8 @@ class SSHRunner:
         )
         self._link: Link | None = None
         self._connected_once = False
-        self._posix = False
+        # Whether the login shell runs the prologue itself; None until a command has said.
+        self._posix: bool | None = None
         self._lock = asyncio.Lock()
 
     # -- the connection ----------------------------------------------------------------------
@@ -125,17 +127,13 @@ class SSHRunner:
             self._link = None
         self._link = await self.connector.open()
         self._connected_once = True
-        self._posix = await self._login_shell_is_posix(self._link.conn)
+        # Learnt from the first command's group line: no round trip of its own.
+        self._posix = None
 
-    async def _login_shell_is_posix(self, conn: asyncssh.SSHClientConnection) -> bool:
-        """Whether the login shell can run the prologue itself; asked once per connection."""
-        try:
-            async with asyncio.timeout(PROBE_TIMEOUT):
-                result = await conn.run('printf %s "$SHELL"', stdin=asyncssh.DEVNULL)
-        except (asyncssh.Error, OSError, TimeoutError):
-            return False
-        shell = str(result.stdout or "").strip().rsplit("/", 1)[-1]
-        return result.exit_status == 0 and shell in POSIX_SHELLS
+    def _learn_shell(self, shell: bytes) -> None:
+        if self._posix is None:
+            name = shell.decode(errors="replace").strip().rsplit("/", 1)[-1]
+            self._posix = name in POSIX_SHELLS
 
     async def _conn(self) -> asyncssh.SSHClientConnection:
         """The open connection; reconnects once if it dropped since the last command."""
@@ -177,7 +175,7 @@ class SSHRunner:
     ) -> CommandResult:
         return await self._exec(
             command,
-            wrap(command, posix_login_shell=self._posix),
+            wrap(command, posix_login_shell=bool(self._posix)),
             timeout=timeout,
             on_output=on_output,
             stop=stop,
@@ -190,7 +188,7 @@ class SSHRunner:
         command = f'f={target}; [ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f"'
         result = await self._exec(
             command,
-            wrap(command, posix_login_shell=self._posix),
+            wrap(command, posix_login_shell=bool(self._posix)),
             timeout=timeout,
             buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
         )
@@ -201,6 +199,57 @@ class SSHRunner:
         if result.exit_code != 0:
             return None
         return result.output.data().decode("utf-8", errors="replace")
+
+    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        """One command for all of `paths`: each read costs a round trip to the host.
+
+        The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
+        timeout names the path being read. A file that is there but blank to `grep` is passed
+        over as read_first_each does; a host without grep, and the rare file of Unicode-only
+        blanks, get one read per path instead.
+        """
+        if not paths:
+            return None
+        listed = " ".join(_remote_path(p) for p in paths)
+        command = (
+            "command -v grep >/dev/null 2>&1 || exit 1; "
+            f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
+            '[ -e "$f" ] && [ ! -d "$f" ] && grep -q \'[^[:space:]]\' "$f" 2>/dev/null '
+            '&& { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f"i=$((i+1)); done; exit {MISSING}"
+        )
+        result = await self._exec(
+            command,
+            wrap(command, posix_login_shell=bool(self._posix)),
+            timeout=timeout,
+            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+        )
+        data = result.output.data()
+        tried, hit, text = 0, None, b""
+        while data:
+            line, _, rest = data.partition(b"\n")
+            word, _, number = line.partition(b" ")
+            if word not in (b"try", b"hit") or not number.isdigit():
+                break
+            if word == b"try":
+                tried = int(number)
+            else:
+                hit, text = int(number), rest
+                break
+            data = rest
+        if result.timed_out:
+            raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
+        if result.connection_lost:
+            raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
+        if hit is None or result.exit_code != 0 or hit >= len(paths):
+            return None if result.exit_code == MISSING else await self._read_each(paths, timeout)
+        decoded = text.decode("utf-8", errors="replace")
+        if decoded.strip():
+            return paths[hit], decoded
+        return await self._read_each(paths[hit + 1 :], timeout)
+
+    async def _read_each(self, paths: Sequence[str], timeout: float) -> tuple[str, str] | None:
+        return await read_first_each(self, paths, timeout=timeout)
 
     async def _exec(
         self,
@@ -261,8 +310,9 @@ class SSHRunner:
                 end = pending.find(b"\n", at) if at >= 0 else -1
                 if end < 0:
                     continue
-                number = pending[at + len(PID_MARK) : end]
+                number, _, shell = pending[at + len(PID_MARK) : end].partition(b" ")
                 pgid.append(int(number) if number.isdigit() else 0)
+                self._learn_shell(shell)
                 pgid_known.set()
                 rest = pending[:at] + pending[end + 1 :]
                 pending = b""
