@@ -114,6 +114,17 @@ async def test_authentication_failure_names_the_user_and_what_to_check(
     assert info.value.reason == "auth"
     assert info.value.exit_code == 6
     assert "authentication failed for user tester" in str(info.value)
+    assert str(info.value).endswith("try: ssh -v inproc")
+
+
+async def test_the_suggested_ssh_line_is_one_ssh_accepts(
+    ssh_home: Path, ssh_server: InProcessSSHServer
+) -> None:
+    # `ssh user@host:port` is not how ssh takes a port: the hint must use -p.
+    write_client_home(ssh_home, ssh_server, asyncssh.generate_private_key("ssh-ed25519"))
+    with pytest.raises(ConnectFailed) as info:
+        await runner_for(f"tester@127.0.0.1:{ssh_server.port}").connect()
+    assert str(info.value).endswith(f"try: ssh -v -p {ssh_server.port} tester@127.0.0.1")
 
 
 async def test_an_encrypted_key_asks_for_its_passphrase(
