@@ -490,3 +490,5 @@ def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(
     _, err = proc.communicate(timeout=5)
     assert proc.returncode == 130, err
     assert read_transcript(transcript)[-1].status == "aborted"
+    # The open prompt's line is ended: the summary starts a line of its own.
+    assert any(line.startswith("■ aborted") for line in err.splitlines()), err

@@ -111,7 +111,13 @@ class Console:
                 loop.call_soon_threadsafe(deliver, value)
 
         threading.Thread(target=read, daemon=True, name="kosmos-input").start()
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            # Ctrl-C at a prompt: end the prompt's line so that what follows starts its own.
+            self.err.write("\n")
+            self.err.flush()
+            raise
 
     async def ask_secret(self, prompt: str) -> str:
         """A line typed without echo (a password); never kept by the console."""
