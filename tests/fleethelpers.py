@@ -12,7 +12,8 @@ from kosmos.config import Settings
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.events import Event
-from kosmos.fleet.orchestrator import Fleet, FleetFinished, SessionParts
+from kosmos.fleet.orchestrator import Fleet, SessionParts
+from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner

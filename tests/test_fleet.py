@@ -12,9 +12,15 @@ import pytest
 from kosmos.engine.operator import Approval, CommandProposal, Question
 from kosmos.engine.session import SessionOptions
 from kosmos.errors import HostError, KosmosError, UsageError
-from kosmos.events import Answer, CommandFinished, Notice, RunFinished, RunStarted
-from kosmos.fleet.approvals import ApprovalBroker, ApprovalRequest, FleetApproval
-from kosmos.fleet.orchestrator import fleet_exit_code
+from kosmos.events import Answer, CommandDecision, CommandFinished, Notice, RunFinished, RunStarted
+from kosmos.fleet.approvals import (
+    AnswerRequest,
+    ApprovalBroker,
+    ApprovalRequest,
+    FleetAnswer,
+    FleetApproval,
+)
+from kosmos.fleet.results import fleet_exit_code
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
@@ -158,9 +164,9 @@ class Desk:
         await asyncio.sleep(0.2)
         return self.decisions.pop(0) if self.decisions else FleetApproval(Approval.skip())
 
-    async def answer(self, host: str, question: Question) -> str | None:
-        self.questions.append((host, question))
-        return f"answer for {host}"
+    async def answer(self, request: AnswerRequest) -> FleetAnswer:
+        self.questions.append((request.host, request.question))
+        return FleetAnswer(f"answer for {request.host}")
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         return None
@@ -199,12 +205,25 @@ async def test_dangerous_commands_are_asked_per_host(llm: ScriptedLLM, tmp_path:
         open_runner=Hosts(host_dirs(tmp_path, names)),
         make_operator=lambda spec: broker.desk_for(spec.name),
         # A person sits at the desk: headless, the engine refuses dangerous commands unasked.
-        options=SessionOptions(),
+        options=SessionOptions(policy="auto"),
     )
     assert len(desk.requests) == 3
     assert all(r.dangerous and r.hosts == (r.proposal.host,) for r in desk.requests)
     assert sorted(r.proposal.host for r in desk.requests) == names
     assert not [e for e in run.events if isinstance(e, CommandFinished)]
+    # Headless, the policy refuses it on every host without asking anyone.
+    desk.requests.clear()
+    run = await run_fleet(
+        llm.base_url,
+        names,
+        open_runner=Hosts(host_dirs(tmp_path / "headless", names)),
+        make_operator=lambda spec: broker.desk_for(spec.name),
+        options=SessionOptions(policy="auto", non_interactive=True),
+    )
+    assert desk.requests == []
+    decisions = [e for e in run.events if isinstance(e, CommandDecision)]
+    assert sorted(e.host for e in decisions) == names
+    assert {e.decision for e in decisions} == {"refused"}
 
 
 async def test_broker_standing_approval_covers_late_hosts() -> None:
@@ -337,3 +356,51 @@ async def test_canary_replays_every_step_protocol(
         h = run.host(name)
         assert (h.status, h.mode, h.message, h.last_exit_code) == ("done", "replay", "all good", 0)
     assert run.host("odd").mode == "diverged" and run.host("odd").last_exit_code == 1
+
+
+async def test_broker_lists_waiting_groups_and_decides_from_outside() -> None:
+    """What a TUI does: show the grouped proposals, then press "Run on all N"."""
+    seen: list[ApprovalRequest] = []
+    gate = asyncio.Event()
+
+    class Slow(Desk):
+        async def decide(self, request: ApprovalRequest) -> FleetApproval:
+            seen.append(request)
+            await gate.wait()
+            return FleetApproval(Approval.skip())
+
+    broker = ApprovalBroker(Slow([]))
+    waiting: list[tuple[str, bool]] = []
+    broker.on_waiting = lambda host, now: waiting.append((host, now))
+    asks = [
+        asyncio.ensure_future(broker.approve(CommandProposal(step=1, command=c, host=h)))
+        for h, c in [("a", "uptime"), ("b", "uptime"), ("c", "df -h"), ("d", "uptime")]
+    ]
+    while not seen:
+        await asyncio.sleep(0.01)
+    groups = {g.proposal.command: g.hosts for g in broker.waiting}
+    assert groups == {"uptime": ("a", "b", "d"), "df -h": ("c",)}
+    assert broker.decide_all("uptime", Approval.run()) == 3
+    gate.set()
+    results = await asyncio.gather(*asks)
+    assert [r.action for r in results] == ["run", "run", "skip", "run"]
+    assert ("a", True) in waiting and ("a", False) in waiting
+    await broker.aclose()
+
+
+async def test_an_answer_for_all_hosts_is_given_once_to_each() -> None:
+    class Once(Desk):
+        async def answer(self, request: AnswerRequest) -> FleetAnswer:
+            self.questions.append((request.host, request.question))
+            return FleetAnswer(f"from {request.host}", "all")
+
+    desk = Once([])
+    broker = ApprovalBroker(desk)
+    q = Question(step=2, text="Which port?", required=True)
+    first = await asyncio.gather(*(broker.answer(h, q) for h in ("a", "b", "c")))
+    assert first == ["from a"] * 3 and [h for h, _ in desk.questions] == ["a"]
+    # The same question again later in a's run is a new question for a.
+    assert await broker.answer("a", q) == "from a"
+    assert [h for h, _ in desk.questions] == ["a", "a"]
+    other = Question(step=3, text="Which user?", required=True)
+    assert await broker.answer("b", other) == "from b"

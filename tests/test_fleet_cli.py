@@ -103,27 +103,70 @@ def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
     ]
 
 
+def converse(
+    args: list[str], *, env: dict[str, str], cwd: Path, replies: list[tuple[str, str]]
+) -> tuple[int, str, str]:
+    """Run kosmos and answer its prompts as a person would: on seeing each prompt in
+    `replies` (in order), wait a moment, then type the reply."""
+    import subprocess
+    import sys
+    import time
+
+    with subprocess.Popen(
+        [sys.executable, "-m", "kosmos", *args],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        os.set_blocking(proc.stderr.fileno(), False)
+        err = b""
+        pending = list(replies)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            err += proc.stderr.read() or b""
+            if pending and pending[0][0] in err.decode(errors="replace"):
+                prompt, reply = pending.pop(0)
+                err = err.replace(prompt.encode(), b"<" + prompt.encode() + b">", 1)
+                time.sleep(0.5)  # reading the question: the other hosts catch up meanwhile
+                proc.stdin.write(reply.encode() + b"\n")
+                proc.stdin.flush()
+            time.sleep(0.02)
+        if proc.poll() is None:
+            proc.kill()
+        out = proc.stdout.read().decode()
+        proc.wait(timeout=30)
+        err += proc.stderr.read() or b""
+    return proc.returncode, out, err.decode(errors="replace")
+
+
 def test_line_mode_asks_once_for_all_hosts_and_names_them(
     llm: ScriptedLLM, cli_env: dict[str, str], home: Path, tmp_path: Path
 ) -> None:
     llm.default = scripted(["[CMD] echo hi", "[ASK] Which port?", "[DONE] fine"])
-    r = run_cli(
+    code, _, err = converse(
         ["run", "probe", *skills(tmp_path), "-i", str(local_inventory(tmp_path))],
         env=cli_env,
         cwd=tmp_path,
-        stdin="a\n8080\n8081\n8082\n8083\n",
+        replies=[
+            ("Run? [y/N/a/e]", "a"),
+            ("Which port?", "8080"),
+            ("The same answer for 3 more host(s) asking this? [Y/n]", ""),
+        ],
     )
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.count("Run? [y/N/a/e]") == 1
-    assert r.stderr.count(" asks: Which port?") == 4
+    assert code == 0, err
+    assert err.count("Run? [y/N/a/e]") == 1
+    assert err.count("Which port?") == 1
     run_dir = next((home / ".local" / "state" / "kosmos" / "runs").glob("*-fleet-*"))
-    answers = {
+    answers = [
         e["answer"]
         for f in run_dir.glob("*.jsonl")
         for e in map(json.loads, f.read_text().splitlines())
         if e["type"] == "answer"
-    }
-    assert answers == {"8080", "8081", "8082", "8083"}
+    ]
+    assert answers == ["8080"] * 4
 
 
 def test_sigint_ends_every_host_and_still_prints_the_summary(
@@ -169,3 +212,23 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
     # kosmos ended every host's command before it exited: none of them outlives it.
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout == ""
+
+
+def test_a_host_pinned_read_only_in_config_stays_pinned_in_a_fleet(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "kosmos.yaml").write_text("hosts:\n  web2:\n    policy: read-only\n")
+    llm.default = scripted(["[CMD] touch made-here", "[DONE] fine"])
+    r = run_cli(
+        ["run", "probe", *skills(tmp_path), "-i", str(local_inventory(tmp_path))]
+        + ["--hosts", "web", "--non-interactive", "--yes", "--json"],
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    decisions = {
+        e["host"]: e["decision"]
+        for e in map(json.loads, r.stdout.splitlines())
+        if e["type"] == "command_decision"
+    }
+    assert decisions == {"web1": "run", "web2": "refused", "web3": "run"}

@@ -359,7 +359,7 @@ async def test_sigint_ends_every_remote_command(
 
     names = WEB[:4]
     fleet_home(home, remote, names)
-    llm.default = scripted(["[CMD] echo started; sleep 30 & sleep 30", "[DONE] too late"])
+    llm.default = scripted(["[CMD] touch started.$$; sleep 30 & sleep 30", "[DONE] too late"])
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -378,12 +378,12 @@ async def test_sigint_ends_every_remote_command(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    assert proc.stdout is not None
-    started: set[str] = set()
-    while len(started) < 4:
-        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
-        if "$ echo started" in line:
-            started.add(line.split()[0])
+    # Interrupt once every host's command runs on the server (seen there, not in kosmos).
+    for _ in range(600):
+        if len(list(remote.remote_home.glob("started.*"))) == 4:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     left = remote.user_processes()

@@ -1,4 +1,5 @@
-"""Approve once for the whole fleet: the same command proposed on several hosts, one decision.
+"""Approve once for the whole fleet: the same command proposed on several hosts, one decision
+(and the same question asked by several hosts, one answer).
 
 Each host's session asks its own `Operator` (so each host's approval policy decides first
 whether a person is needed at all). In a fleet that operator is a `HostDesk`: it hands the
@@ -49,6 +50,28 @@ class ApprovalRequest:
         return len(self.hosts)
 
 
+@dataclass(frozen=True)
+class AnswerRequest:
+    """One host's [ASK]; `hosts` are those asking it right now (more may come while the
+    operator types)."""
+
+    host: str
+    question: Question
+    waiting: Callable[[], tuple[str, ...]] = field(repr=False, default=lambda: ())
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return self.waiting() or (self.host,)
+
+
+@dataclass(frozen=True)
+class FleetAnswer:
+    """The operator's answer for the asking host, or (`all`) for every host that asks it."""
+
+    value: str | None
+    scope: Scope = "host"
+
+
 class FleetDesk(Protocol):
     """What a fleet front end implements: one question at a time, with the host named."""
 
@@ -56,8 +79,8 @@ class FleetDesk(Protocol):
         """Run, skip or edit a command for the asking host or (not when dangerous) for all."""
         ...
 
-    async def answer(self, host: str, question: Question) -> str | None:
-        """The answer to one host's [ASK]; None skips an optional one."""
+    async def answer(self, request: AnswerRequest) -> FleetAnswer:
+        """The answer to one host's [ASK] (None skips an optional one), or to all asking it."""
         ...
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
@@ -91,6 +114,9 @@ class ApprovalBroker:
         self._pending: list[_Pending] = []
         # Commands approved for every host: the approval a later proposal of them gets.
         self._standing: dict[tuple[str, bool], Approval] = {}
+        # Answers given for every host, and the hosts that have had them.
+        self._answers: dict[tuple[str, bool], tuple[str | None, set[str]]] = {}
+        self._asking: list[tuple[str, tuple[str, bool]]] = []
         self._lock = asyncio.Lock()
         self._worker: asyncio.Task[None] | None = None
         # Called when a host starts or stops waiting for the operator (for live views).
@@ -179,12 +205,29 @@ class ApprovalBroker:
                 head.future.set_result(decision.approval)
 
     async def answer(self, host: str, question: Question) -> str | None:
-        async with self._lock:
-            self._notify(host, True)
-            try:
-                return await self.desk.answer(host, question)
-            finally:
-                self._notify(host, False)
+        """One host's [ASK]: an answer given for all hosts, or one from the operator."""
+        key = (question.text, question.required)
+        asking = (host, key)
+        self._asking.append(asking)
+        self._notify(host, True)
+        try:
+            async with self._lock:
+                standing = self._answers.get(key)
+                if standing is not None and host not in standing[1]:
+                    # Each host gets it once: the same question later in its run is asked again.
+                    standing[1].add(host)
+                    return standing[0]
+
+                def asking_now() -> tuple[str, ...]:
+                    return tuple(h for h, k in self._asking if k == key)
+
+                reply = await self.desk.answer(AnswerRequest(host, question, asking_now))
+                if reply.scope == "all":
+                    self._answers[key] = (reply.value, {host})
+                return reply.value
+        finally:
+            self._asking.remove(asking)
+            self._notify(host, False)
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         async with self._lock:

@@ -13,19 +13,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
 from kosmos.engine.session import Session
 from kosmos.errors import (
-    EXIT_DONE,
     EXIT_FAILED,
-    EXIT_HOST,
     EXIT_INTERRUPTED,
-    EXIT_LLM,
-    EXIT_NEEDS_INPUT,
-    EXIT_STEP_LIMIT,
-    EXIT_USAGE,
     HostError,
     KosmosError,
     UsageError,
@@ -39,14 +31,18 @@ from kosmos.events import (
     LLMRequest,
     RunFinished,
 )
+from kosmos.fleet.adapters import BoundedProvider, NamedRunner
 from kosmos.fleet.canary import CanaryRecord, Replay
+from kosmos.fleet.results import (
+    STATUS_OF_CODE,
+    FleetFinished,
+    HostSummary,
+    fleet_exit_code,
+)
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.runner import Runner
-from kosmos.llm.provider import Provider, Reply
+from kosmos.llm.provider import Provider
 
-# DESIGN: a fleet exits with the first of these codes that some host ended with.
-EXIT_PRIORITY = (EXIT_INTERRUPTED, EXIT_HOST, EXIT_LLM, EXIT_FAILED, EXIT_NEEDS_INPUT)
-EXIT_PRIORITY += (EXIT_STEP_LIMIT, EXIT_USAGE)
 DEFAULT_FORKS = 10
 
 HostState = Literal[
@@ -117,102 +113,6 @@ class HostRun:
         if self.replay is None:
             return "llm"
         return "replay" if self.replay.following else "diverged"
-
-
-class HostSummary(BaseModel):
-    host: str
-    target: str
-    status: str
-    steps: int
-    duration_s: float
-    last_exit_code: int | None
-    exit_code: int
-    commands_run: int
-    message: str
-    mode: str
-    diverged_at_step: int | None = None
-    transcript: str | None = None
-
-
-class FleetFinished(Event):
-    """The fleet's final `result` line: it has no host and lists every host's outcome."""
-
-    type: Literal["result"] = "result"
-    scope: Literal["fleet"] = "fleet"
-    status: str
-    exit_code: int
-    message: str
-    duration_s: float
-    counts: dict[str, int]
-    hosts: list[HostSummary]
-
-
-def fleet_exit_code(codes: Sequence[int]) -> int:
-    """0 when every host is done, else the highest-priority failure (DESIGN's order)."""
-    if all(c == EXIT_DONE for c in codes):
-        return EXIT_DONE
-    for code in EXIT_PRIORITY:
-        if code in codes:
-            return code
-    return max(codes)
-
-
-_STATUS_OF_CODE = {
-    EXIT_DONE: "done",
-    EXIT_FAILED: "failed",
-    EXIT_USAGE: "error",
-    EXIT_STEP_LIMIT: "step_limit",
-    EXIT_NEEDS_INPUT: "needs_input",
-    EXIT_LLM: "error",
-    EXIT_HOST: "error",
-    EXIT_INTERRUPTED: "aborted",
-}
-
-
-class BoundedProvider:
-    """A provider shared by every host, with at most `limit` requests in flight."""
-
-    def __init__(self, provider: Provider, limit: int) -> None:
-        self.inner = provider
-        self.name = provider.name
-        self.model = provider.model
-        self.base_url = provider.base_url
-        self._slots = asyncio.Semaphore(limit)
-
-    @property
-    def capabilities(self) -> Any:
-        # Shared on purpose: a capability one host's request had refused stays off for all.
-        return self.inner.capabilities
-
-    async def complete(self, messages: Sequence[Any], **kwargs: Any) -> Reply:
-        async with self._slots:
-            return await self.inner.complete(messages, **kwargs)
-
-    async def aclose(self) -> None:
-        return None
-
-
-class NamedRunner:
-    """A runner shown under the fleet's name for its host (an inventory name, an alias)."""
-
-    def __init__(self, runner: Runner, name: str) -> None:
-        self.inner = runner
-        self.name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.inner, attr)
-
-    async def connect(self) -> None:
-        await self.inner.connect()
-
-    async def run(self, command: str, **kwargs: Any) -> Any:
-        return await self.inner.run(command, **kwargs)
-
-    async def read_file(self, path: str, *, timeout: float) -> str | None:
-        return await self.inner.read_file(path, timeout=timeout)
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 class _Tracked:
@@ -468,7 +368,7 @@ class Fleet:
         message = f"{done} of {len(hosts)} hosts done" + ("; " + "; ".join(rest) if rest else "")
         end = self._finished or time.monotonic()
         return FleetFinished(
-            status=_STATUS_OF_CODE.get(code, "error"),
+            status=STATUS_OF_CODE.get(code, "error"),
             exit_code=code,
             message=message,
             duration_s=round(end - self._started, 3) if self._started else 0.0,

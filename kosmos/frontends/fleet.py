@@ -20,7 +20,8 @@ from kosmos.errors import UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.journal import Journal
-from kosmos.fleet.orchestrator import Fleet, FleetFinished, SessionParts
+from kosmos.fleet.orchestrator import Fleet, SessionParts
+from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
 from kosmos.frontends.headless import HeadlessOperator
@@ -148,7 +149,7 @@ class FleetFrontend(RunFrontend):
         stream = self.console.err if live or req.json else self.console.out
         view = FleetView(self.console, fleet, stream=stream, live=live, quiet=req.json)
         if self.line_mode:
-            desk = LineFleetDesk(self.console, view, yes=req.yes, answers=req.answers)
+            desk = LineFleetDesk(self.console, view, answers=req.answers)
             self.broker = ApprovalBroker(desk)
         self.on_event = on_event
         if not req.json:

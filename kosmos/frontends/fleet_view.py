@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
-from kosmos.engine.operator import Approval, Question
+from kosmos.engine.operator import Approval
 from kosmos.errors import InputNeeded, KosmosError
 from kosmos.events import (
     CommandFinished,
@@ -18,8 +18,9 @@ from kosmos.events import (
     Notice,
     RunFinished,
 )
-from kosmos.fleet.approvals import ApprovalRequest, FleetApproval
-from kosmos.fleet.orchestrator import Fleet, FleetFinished, HostRun
+from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest, FleetAnswer, FleetApproval
+from kosmos.fleet.orchestrator import Fleet, HostRun
+from kosmos.fleet.results import FleetFinished
 from kosmos.frontends.console import Console, EndOfInput
 
 REDRAW_S = 0.25
@@ -190,12 +191,9 @@ class LineFleetDesk:
     the host whose name the operator types.
     """
 
-    def __init__(
-        self, console: Console, view: FleetView, *, yes: bool, answers: Sequence[str]
-    ) -> None:
+    def __init__(self, console: Console, view: FleetView, *, answers: Sequence[str]) -> None:
         self.c = console
         self.view = view
-        self.yes = yes
         self.answers = list(answers)
         self._answers: dict[str, list[str]] = {}
 
@@ -209,9 +207,9 @@ class LineFleetDesk:
             ) from e
 
     async def decide(self, request: ApprovalRequest) -> FleetApproval:
+        # `--yes` never short-cuts this: the host's policy (auto under --yes, unless config
+        # pins the host) already let through what needs no person.
         p = request.proposal
-        if self.yes and not p.inferred and not request.dangerous:
-            return FleetApproval(Approval.run(), "all")
         c = self.c
         with self.view.paused():
             others = [h for h in request.hosts if h != p.host]
@@ -248,19 +246,33 @@ class LineFleetDesk:
                     stream=c.err,
                 )
 
-    async def answer(self, host: str, question: Question) -> str | None:
+    async def answer(self, request: AnswerRequest) -> FleetAnswer:
+        host, question = request.host, request.question
         queue = self._answers.setdefault(host, list(self.answers))
         if queue:
-            return queue.pop(0)
+            return FleetAnswer(queue.pop(0))
         c = self.c
         with self.view.paused():
-            c.say(c.style(f"{host} asks: ", "35") + question.text, stream=c.err)
+            others = [h for h in request.hosts if h != host]
+            who = host + (f" and {len(others)} more" if others else "")
+            c.say(
+                c.style(f"{who} ask: " if others else f"{host} asks: ", "35") + question.text,
+                stream=c.err,
+            )
             prompt = "> " if question.required else c.style("(Enter to skip) ", "2") + "> "
             while True:
                 value = (await self._ask(prompt)).strip()
                 if value or not question.required:
-                    return value or None
+                    break
                 c.say("  an answer is required", stream=c.err)
+            # Hosts that reached the same question while the operator typed count too.
+            others = [h for h in request.hosts if h != host]
+            if not others:
+                return FleetAnswer(value or None)
+            shared = f"The same answer for {len(others)} more host(s) asking this? [Y/n] "
+            reply = (await self._ask(shared)).strip()
+            scope = "host" if reply.lower() in ("n", "no") else "all"
+            return FleetAnswer(value or None, scope)
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         with self.view.paused():
