@@ -6,6 +6,7 @@ import asyncio
 import email.utils
 import json
 import random
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -78,6 +79,15 @@ def server_message(response: httpx.Response) -> str:
     return " ".join(str(data).split())[:200]
 
 
+# A fleet sends up to one request per host at once. httpx's pool looks over all of its
+# connections (and, for each idle one, over all of them again) whenever a request starts or
+# ends, and keeps only 20 idle ones: with 50 hosts in one pool that is quadratic work and a
+# new connection for most requests. Requests go instead to clients of at most SHARD_SIZE
+# connections each, which all stay open between requests.
+SHARD_SIZE = 8
+MAX_SHARDS = 16
+
+
 class LLMHttp:
     """One async HTTP client for one run, with the retry rules of the engine."""
 
@@ -98,10 +108,34 @@ class LLMHttp:
         self.key_hint = key_hint
         self.on_retry = on_retry
         self._sleep = sleep
-        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=timeout))
+        self._clients: list[httpx.AsyncClient] = [client] if client is not None else []
+        self._busy: list[int] = [0] * len(self._clients)
+        self._ssl: ssl.SSLContext | None = None
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        for client in self._clients:
+            await client.aclose()
+
+    def _take(self) -> int:
+        """The index of the client for the next request: the first with a free connection."""
+        free = [i for i, busy in enumerate(self._busy) if busy < SHARD_SIZE]
+        if free or len(self._clients) >= MAX_SHARDS:
+            i = free[0] if free else min(range(len(self._busy)), key=self._busy.__getitem__)
+            self._busy[i] += 1
+            return i
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()  # loading CA files costs tens of ms: once
+        self._clients.append(
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=self.timeout),
+                verify=self._ssl,
+                limits=httpx.Limits(
+                    max_connections=SHARD_SIZE, max_keepalive_connections=SHARD_SIZE
+                ),
+            )
+        )
+        self._busy.append(1)
+        return len(self._clients) - 1
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -160,8 +194,12 @@ class LLMHttp:
 
     async def _once(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
         try:
-            async with asyncio.timeout(self.timeout):
-                response = await self._client.post(url, json=body, headers=headers)
+            shard = self._take()
+            try:
+                async with asyncio.timeout(self.timeout):
+                    response = await self._clients[shard].post(url, json=body, headers=headers)
+            finally:
+                self._busy[shard] -= 1
         except (TimeoutError, httpx.TimeoutException) as e:
             raise _Retryable(f"timed out after {self.timeout:g} s") from e
         except httpx.ConnectError as e:
