@@ -188,6 +188,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _llm_flags(run)
 
+    tui = sub.add_parser(
+        "tui",
+        help="the interactive terminal UI",
+        description="Choose hosts and skills, run them and approve each step in a terminal UI.",
+    )
+    tui.add_argument(
+        "--host",
+        default="local",
+        metavar="TARGET",
+        help="host selected at start: local (default), [user@]host[:port] or an ssh alias",
+    )
+    tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
+    tui.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fill the selected skill's parameter (repeatable)",
+    )
+    tui.add_argument(
+        "--transcript", type=Path, metavar="PATH", help="the first run's JSONL transcript"
+    )
+    tui.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
+    _llm_flags(tui)
+
     chat = sub.add_parser(
         "chat",
         help="talk to an agent whose tools are the skills and HTTP services",
@@ -365,6 +397,23 @@ def _cmd_skills(args: argparse.Namespace) -> int:
     return list_skills(settings, args.skills_dir, args.host)
 
 
+def _cmd_tui(args: argparse.Namespace) -> int:
+    from kosmos.skills.params import parse_param_flags
+    from kosmos.tui.app import run_tui
+
+    parse_param_flags(args.param)  # a malformed --param fails before the screen opens
+    return run_tui(
+        _settings(args),
+        host=args.host,
+        skill=args.skill,
+        params=args.param,
+        transcript=args.transcript,
+        skills_dirs=args.skills_dir,
+        env=dict(os.environ),
+        home=Path.home(),
+    )
+
+
 def _cmd_hosts(args: argparse.Namespace) -> int:
     from kosmos.frontends.hosts import hosts_command
 
@@ -384,6 +433,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "skills":
             return _cmd_skills(args)
+        if args.command == "tui":
+            return _cmd_tui(args)
         if args.command == "chat":
             return _cmd_chat(args)
         if args.command == "hosts":

@@ -1,0 +1,1 @@
+"""The Textual front end: `kosmos tui`."""

@@ -1,0 +1,117 @@
+"""`kosmos tui`: the Textual app, its configuration, and the entry point the CLI calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.app import App
+
+from kosmos.config import Settings
+from kosmos.frontends.run import skill_library
+from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
+from kosmos.skills.discovery import SkillLibrary
+from kosmos.skills.params import parse_param_flags
+from kosmos.tui.hostlist import host_choices
+from kosmos.tui.messages import HostState
+from kosmos.tui.pool import HostPool
+from kosmos.tui.prompter import ModalPrompter
+from kosmos.tui.screens.main import MainScreen
+from kosmos.tui.screens.modals import QuitModal
+
+
+@dataclass
+class TuiConfig:
+    """What the app starts with: settings, skills, the host list and the command-line choices."""
+
+    settings: Settings
+    library: SkillLibrary
+    prompts: Prompts
+    hosts: list[str]
+    host: str = "local"
+    skill: str | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    transcript: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class KosmosApp(App[int]):
+    """The operator's cockpit: choose a host and a skill, run it, approve its steps."""
+
+    CSS_PATH = Path(__file__).parent / "kosmos.tcss"
+    TITLE = "kosmos"
+
+    def __init__(self, config: TuiConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.prompter = ModalPrompter(self)
+        self.pool = HostPool(config.settings, self.prompter, self._host_state, self._host_news)
+        self.redactor = self.new_redactor()
+
+    def new_redactor(self) -> Redactor:
+        """Every secret kosmos knows of is masked in what it shows, stores or sends; each run
+        has its own, fed as secrets appear (a sudo password typed in one run)."""
+        api_key = self.config.settings.api_key
+        return Redactor([api_key.get_secret_value()] if api_key else [], env=self.config.env)
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen()
+
+    def _host_state(self, target: str, state: str, detail: str) -> None:
+        if self.screen_stack:
+            self.screen_stack[0].post_message(HostState(target, state, detail))
+
+    def _host_news(self, message: str) -> None:
+        """A host's news (a reconnect) as a notification."""
+        self.notify(self.redactor(message), severity="warning", timeout=8)
+
+    @property
+    def main(self) -> MainScreen:
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    async def action_quit(self) -> None:
+        running = self.main.running_commands()
+        if not running:
+            self.exit(0)
+            return
+
+        def answered(quit_now: bool | None) -> None:
+            if quit_now:
+                for controller in self.main.runs.values():
+                    controller.stop_command()
+                self.exit(0)
+
+        self.push_screen(QuitModal(running), callback=answered)
+
+    async def on_unmount(self) -> None:
+        await self.pool.close()
+
+
+def run_tui(
+    settings: Settings,
+    *,
+    host: str,
+    skill: str | None,
+    params: Sequence[str],
+    transcript: Path | None,
+    skills_dirs: Sequence[Path],
+    env: dict[str, str],
+    home: Path,
+) -> int:
+    """Start the app in this terminal; returns its exit code when the operator quits."""
+    config = TuiConfig(
+        settings=settings,
+        library=skill_library(settings, skills_dirs, env, home),
+        prompts=Prompts.load(settings.prompts_file),
+        hosts=host_choices(home, host),
+        host=host,
+        skill=skill,
+        params=parse_param_flags(params),
+        transcript=transcript,
+        env=env,
+    )
+    return KosmosApp(config).run() or 0

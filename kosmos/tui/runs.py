@@ -1,0 +1,156 @@
+"""One run in one tab: build the parts as `kosmos run` does, drive the session, route events."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textual.message_pump import MessagePump
+
+from kosmos.config import Settings
+from kosmos.engine.session import Session, SessionOptions
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError
+from kosmos.events import CommandOutput, CommandStarted, Event, RunFinished
+from kosmos.frontends.run import RunRequest, resolve_policy
+from kosmos.hosts.runner import Runner
+from kosmos.llm.factory import make_provider
+from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
+from kosmos.skills.model import Skill
+from kosmos.transcript import Transcript, default_path
+from kosmos.tui.messages import EngineEvent, OutputReady
+from kosmos.tui.operator import TuiOperator
+from kosmos.tui.output import OutputTail
+from kosmos.tui.pool import HostPool
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What the operator started: a skill with its params on a host."""
+
+    skill: Skill
+    params: dict[str, str]
+    host: str
+    transcript: Path | None = None
+    prompt: str | None = None
+
+
+@dataclass
+class RunController:
+    """Owns one run's session and transcript; talks to its view only through messages."""
+
+    spec: RunSpec
+    settings: Settings
+    prompts: Prompts
+    pool: HostPool
+    view: MessagePump
+    operator: TuiOperator
+    redactor: Redactor
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    session: Session | None = None
+    result: RunFinished | None = None
+    transcript_path: Path | None = None
+    output: OutputTail = field(default_factory=OutputTail)
+
+    @property
+    def command_running(self) -> bool:
+        return self.session is not None and self.session.command_running
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None
+
+    def stop_command(self) -> bool:
+        return self.session is not None and self.session.stop_command()
+
+    def _emit_to_view(self, event: Event) -> None:
+        if isinstance(event, CommandOutput):
+            # Batched: the chunk waits in the tail; one queued message per burst, not per chunk.
+            if self.output.feed(event.text):
+                self.view.post_message(OutputReady(event.step))
+            return
+        if isinstance(event, CommandStarted):
+            self.output = OutputTail()
+        self.view.post_message(EngineEvent(event))
+
+    async def _connect(self) -> Runner | None:
+        """The host's runner; on failure the operator may retry; None when they give up."""
+        while True:
+            try:
+                return await self.pool.get(self.spec.host)
+            except KosmosError as e:
+                if not await self.operator.retry_connect(e):
+                    self._end(e.status, str(e), e.exit_code)
+                    return None
+
+    def _end(self, status: str, message: str, exit_code: int) -> None:
+        """A run that ended before its session started (host unreachable, cancelled)."""
+        self.result = RunFinished(
+            status=status,  # type: ignore[arg-type]
+            steps=0,
+            message=message,
+            exit_code=exit_code,
+            host=self.spec.host,
+        )
+        self.view.post_message(EngineEvent(self.result))
+
+    def options(self) -> SessionOptions:
+        """As `kosmos run` in a terminal resolves them: the skill's, then the settings'."""
+        spec, settings = self.spec, self.settings
+        # The host's approval policy from config (e.g. production pinned to read-only).
+        policy, _ = resolve_policy(RunRequest(skill=spec.skill.name), settings, spec.host)
+        return SessionOptions(
+            max_steps=settings.max_steps,
+            command_timeout=spec.skill.timeout or settings.command_timeout,
+            knowledge_timeout=settings.knowledge_timeout,
+            history_mode=spec.skill.history_mode,
+            history_max=spec.skill.history_max,
+            prompt=spec.prompt,
+            policy=policy,
+            protocol=spec.skill.protocol or settings.protocol,
+        )
+
+    async def run(self) -> RunFinished | None:
+        """Connect, run the skill to its end; every event reaches the transcript and the view."""
+        spec, settings = self.spec, self.settings
+        runner = await self._connect()
+        if runner is None:
+            return self.result
+        assert settings.transcript_dir is not None
+        path = spec.transcript or default_path(
+            settings.transcript_dir, spec.skill.name, self.run_id
+        )
+        self.transcript_path = path
+        transcript = Transcript(path)
+        provider = make_provider(settings)
+
+        def emit(event: Event) -> None:
+            transcript.write(event)
+            self._emit_to_view(event)
+
+        self.session = Session(
+            spec.skill,
+            params=spec.params,
+            runner=runner,
+            provider=provider,
+            operator=self.operator,
+            prompts=self.prompts,
+            emit=emit,
+            options=self.options(),
+            run_id=self.run_id,
+            transcript=str(path),
+            redactor=self.redactor,
+        )
+        try:
+            self.result = await self.session.run()
+        except BaseException:
+            # Cancelled (the app quits): the session wrote its `aborted` result already.
+            self.result = self.session.result or RunFinished(
+                status="aborted", steps=0, message="interrupted", exit_code=EXIT_INTERRUPTED
+            )
+            raise
+        finally:
+            transcript.close()
+            await provider.aclose()
+        return self.result

@@ -1,0 +1,326 @@
+"""The main screen: sidebar, the Skill tab and one tab per run, the System Context panel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState
+
+from kosmos.errors import KosmosError, SkillNotFound
+from kosmos.events import CommandFinished, CommandStarted, KnowledgeLoaded, LLMRequest
+from kosmos.skills.discovery import find_remote_skill, list_remote_skills
+from kosmos.skills.model import Skill
+from kosmos.tui.messages import (
+    EngineEvent,
+    HostChosen,
+    HostState,
+    RemoteSkills,
+    RunStateChanged,
+    SkillChosen,
+)
+from kosmos.tui.operator import TuiOperator
+from kosmos.tui.runs import RunController, RunSpec
+from kosmos.tui.widgets.context_panel import ContextPanel
+from kosmos.tui.widgets.run_view import RunView
+from kosmos.tui.widgets.sidebar import Sidebar
+from kosmos.tui.widgets.skill_form import SkillPanel
+from kosmos.tui.widgets.steps import Note
+
+if TYPE_CHECKING:
+    from kosmos.tui.app import KosmosApp
+
+SKILL_TAB = "skill-tab"
+
+
+class MainScreen(Screen[None]):
+    """Chooses skills and hosts, starts runs in tabs, routes keys to the run in front."""
+
+    BINDINGS = [
+        Binding("ctrl+r", "start", "Run skill"),
+        Binding("ctrl+c", "stop_command", "Stop command", priority=True),
+        Binding("ctrl+o", "toggle_context", "Context"),
+        Binding("ctrl+n", "next_tab", "Next tab"),
+        Binding("ctrl+w", "close_tab", "Close tab"),
+        Binding("ctrl+f", "focus_filter", "Filter"),
+    ]
+
+    app: KosmosApp
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: dict[str, RunController] = {}
+        self._count = 0
+
+    def compose(self) -> ComposeResult:
+        config = self.app.config
+        with Horizontal(id="body"):
+            yield Sidebar(config.hosts, config.host)
+            with TabbedContent(id="tabs"), TabPane("Skill", id=SKILL_TAB):
+                yield SkillPanel(None, config.host)
+            yield ContextPanel(id="context")
+        yield Footer()
+
+    @property
+    def sidebar(self) -> Sidebar:
+        return self.query_one("#sidebar", Sidebar)
+
+    @property
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#tabs", TabbedContent)
+
+    async def on_mount(self) -> None:
+        config = self.app.config
+        library = config.library
+        self.sidebar.set_skills(library.list(), [])
+        for problem in library.errors:
+            self.notify(problem, severity="warning", timeout=8)
+        if config.skill:
+            await self._preselect(config.skill)
+        self._load_remote(config.host)
+
+    async def _preselect(self, name: str) -> None:
+        try:
+            skill = self.app.config.library.find(name)
+        except SkillNotFound:
+            self._find_remote(name)
+            return
+        except KosmosError as e:
+            self.notify(str(e), severity="error", timeout=10)
+            return
+        self.sidebar.select_skill(skill)
+
+    # -- hosts and skills ---------------------------------------------------------------
+
+    def _load_remote(self, target: str) -> None:
+        self.run_worker(self._remote_skills(target), group="skills", exclusive=True)
+
+    async def _remote_skills(self, target: str) -> None:
+        settings = self.app.config.settings
+        errors: list[str] = []
+        try:
+            runner = await self.app.pool.get(target)
+            skills = await list_remote_skills(
+                runner, timeout=settings.remote_skill_timeout, errors=errors
+            )
+        except TimeoutError:
+            self.post_message(RemoteSkills(target, [], f"{target}: listing its skills timed out"))
+            return
+        except KosmosError as e:
+            self.post_message(RemoteSkills(target, [], str(e)))
+            return
+        note = f"{len(errors)} broken skill file(s) on {target}" if errors else ""
+        self.post_message(RemoteSkills(target, skills, note))
+
+    def _find_remote(self, name: str) -> None:
+        async def find() -> None:
+            try:
+                runner = await self.app.pool.get(self.sidebar.selected_host)
+                skill = await find_remote_skill(
+                    runner, name, timeout=self.app.config.settings.remote_skill_timeout
+                )
+            except (KosmosError, TimeoutError) as e:
+                self.notify(f"--skill {name}: {e}", severity="error", timeout=10)
+                return
+            if skill is None:
+                self.notify(
+                    f"unknown skill '{name}' here and on {self.sidebar.selected_host}",
+                    severity="error",
+                    timeout=10,
+                )
+                return
+            self.sidebar.select_skill(skill)
+
+        self.run_worker(find(), group="find-skill")
+
+    @on(RemoteSkills)
+    def _remote_listed(self, message: RemoteSkills) -> None:
+        if message.target == self.sidebar.selected_host:
+            self.sidebar.set_skills(self.sidebar.local_skills, message.skills, message.problem)
+
+    @on(HostState)
+    def _host_state(self, message: HostState) -> None:
+        self.sidebar.set_state(message.target, message.state, message.detail)
+        if message.state == "failed":
+            self.notify(message.detail, severity="error", timeout=10)
+
+    @on(HostChosen)
+    def _host_chosen(self, message: HostChosen) -> None:
+        self.query_one(SkillPanel).set_host(message.target)
+        self._load_remote(message.target)
+
+    @on(SkillChosen)
+    async def _skill_chosen(self, message: SkillChosen) -> None:
+        await self._show_skill(message.skill)
+
+    async def _show_skill(self, skill: Skill) -> None:
+        pane = self.query_one(f"#{SKILL_TAB}", TabPane)
+        old = self.query_one(SkillPanel)
+        config = self.app.config
+        given = config.params if skill.name == config.skill or skill.ref == config.skill else None
+        await old.remove()
+        await pane.mount(SkillPanel(skill, self.sidebar.selected_host, given))
+        self.tabs.active = SKILL_TAB
+
+    # -- runs ---------------------------------------------------------------------------
+
+    async def action_start(self) -> None:
+        panel = self.query_one(SkillPanel)
+        form = panel.form
+        if panel.skill is None or form is None:
+            self.notify("choose a skill in the sidebar first (enter selects)", severity="warning")
+            return
+        params = form.validate()
+        if params is None:
+            self.tabs.active = SKILL_TAB
+            return
+        transcript = self.app.config.transcript
+        self.app.config.transcript = None  # --transcript is the first run's
+        spec = RunSpec(panel.skill, params, self.sidebar.selected_host, transcript=transcript)
+        await self.start_run(spec)
+
+    async def start_run(self, spec: RunSpec) -> RunController:
+        """Open a tab for a run and start it in a worker; it goes on when another tab is shown."""
+        self._count += 1
+        n = self._count
+        title = f"{spec.skill.name} @ {spec.host}"
+        view = RunView(title, id=f"run-{n}")
+        redactor = self.app.new_redactor()
+        operator = TuiOperator(view, self.app.prompter, redactor)
+        controller = RunController(
+            spec=spec,
+            settings=self.app.config.settings,
+            prompts=self.app.config.prompts,
+            pool=self.app.pool,
+            view=view,
+            operator=operator,
+            redactor=redactor,
+        )
+        view.controller = controller
+        view.operator = operator
+        self.runs[view.id or ""] = controller
+        pane = TabPane(self._tab_label(n, spec, "…"), view, id=f"tab-{n}")
+        await self.tabs.add_pane(pane)
+        self.tabs.active = pane.id or ""
+        # Focus leaves the Skill tab, else the tabs would switch back to where the focus is.
+        view.focus()
+        self.run_worker(controller.run(), group="runs", name=view.id or "", exit_on_error=False)
+        return controller
+
+    @staticmethod
+    def _tab_label(n: int, spec: RunSpec, mark: str) -> str:
+        return f"{mark} {n}: {spec.skill.name}@{spec.host}"
+
+    def _views(self) -> list[RunView]:
+        return list(self.query(RunView))
+
+    def front_view(self) -> RunView | None:
+        active = self.tabs.active
+        if not active or active == SKILL_TAB:
+            return None
+        views = self.query(f"#{active} RunView")
+        return views.first(RunView) if views else None
+
+    @on(RunStateChanged)
+    def _run_state(self, message: RunStateChanged) -> None:
+        view = self.query_one(f"#{message.run_id}", RunView)
+        controller = self.runs.get(message.run_id)
+        if controller is None:
+            return
+        n = int(message.run_id.split("-")[1])
+        if view.result is not None:
+            mark = "✓" if view.result.status == "done" else "✗"
+        elif view.waiting:
+            mark = "●"
+        else:
+            mark = "…"
+        self.tabs.get_tab(f"tab-{n}").label = self._tab_label(n, controller.spec, mark)
+        if view.waiting and view is not self.front_view():
+            self.notify(
+                f"run {n} ({controller.spec.skill.name}@{controller.spec.host}) waits for you"
+            )
+        self.refresh_bindings()
+
+    @on(EngineEvent)
+    def _engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        if isinstance(event, CommandStarted | CommandFinished):
+            self.refresh_bindings()
+        elif isinstance(event, KnowledgeLoaded | LLMRequest):
+            self._update_context()
+
+    @on(Worker.StateChanged)
+    def _worker_state(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.state != WorkerState.ERROR:
+            return
+        error = self.app.redactor(f"{worker.error!r}")
+        if worker.group == "runs":
+            view = self.query_one(f"#{worker.name}", RunView)
+            view.mount(Note(f"the run stopped on an internal error: {error}", "warn"))
+        else:
+            self.notify(error, severity="error")
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self) -> None:
+        view = self.front_view()
+        if view is not None:
+            view.call_after_refresh(view.focus_pending)
+        self._update_context()
+        self.refresh_bindings()
+
+    # -- keys ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_command":
+            view = self.front_view()
+            return bool(view and view.controller and view.controller.command_running)
+        if action == "close_tab":
+            view = self.front_view()
+            return view is not None and view.result is not None
+        if action == "next_tab":
+            return len(self.runs) > 0
+        return True
+
+    def action_stop_command(self) -> None:
+        view = self.front_view()
+        if view is not None and view.controller is not None and view.controller.stop_command():
+            self.notify("stopping the command (its whole process tree)")
+
+    def action_toggle_context(self) -> None:
+        panel = self.query_one(ContextPanel)
+        panel.set_class(not panel.has_class("shown"), "shown")
+        self._update_context()
+
+    def _update_context(self) -> None:
+        panel = self.query_one(ContextPanel)
+        view = self.front_view()
+        if view is None:
+            shown = [v for v in self._views() if v.system_prompt]
+            view = shown[-1] if shown else None
+        panel.show(view.knowledge if view else None, view.system_prompt if view else None)
+
+    def action_next_tab(self) -> None:
+        panes = [SKILL_TAB, *(f"tab-{v.id.split('-')[1]}" for v in self._views() if v.id)]
+        current = self.tabs.active
+        index = panes.index(current) if current in panes else 0
+        self.tabs.active = panes[(index + 1) % len(panes)]
+
+    async def action_close_tab(self) -> None:
+        view = self.front_view()
+        if view is None or view.result is None or not view.id:
+            return
+        self.runs.pop(view.id, None)
+        await self.tabs.remove_pane(f"tab-{view.id.split('-')[1]}")
+        self.tabs.active = SKILL_TAB
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter").focus()
+
+    def running_commands(self) -> int:
+        return sum(1 for c in self.runs.values() if c.command_running)

@@ -1,0 +1,245 @@
+"""The [CMD] step: the command, its state, Run / Skip / Edit, and its live bounded output."""
+
+from __future__ import annotations
+
+import time
+
+from rich.syntax import Syntax
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.timer import Timer
+from textual.widgets import Button, Input, Label, Log, Static
+
+from kosmos.engine.operator import Approval, CommandProposal
+from kosmos.events import CommandFinished
+from kosmos.tui.messages import Decided
+
+# Lines the output area keeps; older ones scroll away (the transcript keeps head and tail).
+LOG_LINES = 500
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KB", "MB"):
+        if count < 1024 or unit == "MB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return f"{count} B"
+
+
+def command_syntax(command: str) -> Syntax:
+    return Syntax(command, "bash", theme="ansi_dark", word_wrap=True, background_color="default")
+
+
+class CmdStep(Vertical):
+    """One proposed command through its life: awaiting approval, running, finished or skipped."""
+
+    BINDINGS = [
+        Binding("enter", "run", "Run"),
+        Binding("s", "skip", "Skip"),
+        Binding("e", "edit", "Edit"),
+        Binding("a", "run_auto", "Run + auto read-only"),
+        Binding("escape", "cancel_edit", "Back", show=False),
+    ]
+
+    # The step itself takes the focus while it awaits approval, so that its keys (enter, s, e)
+    # are the ones the footer shows; the buttons are there for the mouse and for tab.
+    can_focus = True
+
+    def __init__(self, step: int, command: str) -> None:
+        super().__init__(classes="step cmd-step")
+        self.step = step
+        self.command = command
+        self.proposal: CommandProposal | None = None
+        self.awaiting = False
+        self.state = "proposed"
+        self._started = 0.0
+        self._timer: Timer | None = None
+        self._partial = ""
+        # What a dangerous command's host-name confirmation approves (the command or its edit).
+        self._confirmed = Approval.run()
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="step-head"):
+            yield Label(f"[CMD] step {self.step}", classes="tag", markup=False)
+            yield Label("proposed", classes="state", id="state")
+        yield Static(command_syntax(self.command), classes="command", id="command")
+        yield Static("", classes="risk", id="risk", markup=False)
+        with Horizontal(classes="actions", id="actions"):
+            yield Button("Run", variant="success", id="run", compact=True)
+            yield Button("Skip", id="skip", compact=True)
+            yield Button("Edit", id="edit", compact=True)
+        yield Input(
+            classes="edit-input",
+            id="edit-input",
+            placeholder="edit the command; enter runs it, escape goes back",
+            select_on_focus=False,
+        )
+        yield Input(classes="confirm-input", id="confirm-input")
+        yield Static("", classes="step-error", id="error", markup=False)
+        yield Log(max_lines=LOG_LINES, classes="output", id="output")
+
+    # -- what the run view calls ----------------------------------------------------------
+
+    def request(self, proposal: CommandProposal) -> None:
+        """The engine awaits the operator's decision on this command."""
+        self.proposal = proposal
+        self.awaiting = True
+        self._set_state("awaiting approval", "awaiting")
+        risk = self.query_one("#risk", Static)
+        if proposal.risk == "dangerous":
+            reason = proposal.reason or "this command can destroy data"
+            risk.update(f"dangerous: {reason}; running it takes typing the host's name")
+            risk.set_class(True, "dangerous", "shown")
+        else:
+            notes = [proposal.reason or proposal.risk.replace("_", "-")]
+            if proposal.inferred:
+                notes.append("the reply had no tag: read the command before running it")
+            risk.update(" · ".join(notes))
+            risk.set_class(True, "shown")
+        self.query_one("#actions").set_class(True, "shown")
+        self.refresh_bindings()
+        self.focus_input()
+
+    def focus_input(self) -> None:
+        """Focus what the operator acts on now."""
+        for selector in ("#confirm-input", "#edit-input"):
+            widget = self.query_one(selector, Input)
+            if widget.has_class("shown"):
+                widget.focus()
+                return
+        if self.awaiting:
+            self.focus()
+
+    def decided(self, decision: str, command: str) -> None:
+        self.awaiting = False
+        for selector in ("#actions", "#edit-input", "#confirm-input"):
+            self.query_one(selector).set_class(False, "shown")
+        self.query_one("#error", Static).update("")
+        if command != self.command:
+            self.command = command
+            self.query_one("#command", Static).update(command_syntax(command))
+            self.add_class("edited")
+        if decision == "skip":
+            self._set_state("skipped", "skipped")
+        self.refresh_bindings()
+
+    def started(self) -> None:
+        self._started = time.monotonic()
+        self._set_state("running 0.0 s", "running")
+        self.query_one("#output", Log).set_class(True, "shown")
+        self._timer = self.set_interval(0.5, self._tick)
+
+    def _tick(self) -> None:
+        elapsed = time.monotonic() - self._started
+        self.query_one("#state", Label).update(f"running {elapsed:.1f} s")
+
+    def write(self, text: str) -> None:
+        """Append output; whole lines go to the log in one call (one refresh for the batch)."""
+        if not text:
+            return
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        if lines:
+            self.query_one("#output", Log).write_lines(lines[-LOG_LINES:])
+
+    def finished(self, event: CommandFinished) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        if event.timed_out:
+            state, css = f"timed out after {event.duration_s:.1f} s", "failed"
+        elif event.cancelled:
+            state, css = f"stopped after {event.duration_s:.1f} s", "failed"
+        elif event.connection_lost:
+            state, css = "connection lost", "failed"
+        else:
+            code = "?" if event.exit_code is None else event.exit_code
+            state = f"exit {code} · {event.duration_s:.1f} s"
+            css = "ok" if event.exit_code == 0 else "failed"
+        self._set_state(f"{state} · {_size(event.bytes)}", css)
+        log = self.query_one("#output", Log)
+        if self._partial:
+            log.write_line(self._partial)
+            self._partial = ""
+        if event.bytes == 0:
+            log.set_class(False, "shown")
+
+    def _set_state(self, text: str, css: str) -> None:
+        self.state = css
+        label = self.query_one("#state", Label)
+        label.update(text)
+        for name in ("awaiting", "running", "ok", "failed", "skipped"):
+            label.set_class(name == css, name)
+
+    # -- the operator's decisions -----------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("run", "skip", "edit", "run_auto"):
+            if not self.awaiting:
+                return False
+            if action == "run_auto":
+                return self.proposal is not None and self.proposal.risk == "read_only"
+        return True
+
+    def _decide(self, approval: Approval) -> None:
+        if self.awaiting:
+            self.post_message(Decided(approval))
+
+    def action_run(self, edited: str | None = None) -> None:
+        """Run the command (or its edit); a dangerous one first asks for the host's name."""
+        assert self.proposal is not None
+        approval = Approval.edit(edited) if edited else Approval.run()
+        if self.proposal.risk == "dangerous":
+            self._confirmed = approval
+            self.query_one("#edit-input", Input).set_class(False, "shown")
+            confirm = self.query_one("#confirm-input", Input)
+            confirm.placeholder = f"type {self.proposal.host} to run this command"
+            confirm.set_class(True, "shown")
+            confirm.focus()
+            return
+        self._decide(approval)
+
+    def action_run_auto(self) -> None:
+        self._decide(Approval("run", auto_read_only=True))
+
+    def action_skip(self) -> None:
+        self._decide(Approval.skip())
+
+    def action_edit(self) -> None:
+        edit = self.query_one("#edit-input", Input)
+        edit.value = self.command
+        edit.cursor_position = len(edit.value)
+        edit.set_class(True, "shown")
+        edit.focus()
+
+    def action_cancel_edit(self) -> None:
+        for selector in ("#edit-input", "#confirm-input"):
+            self.query_one(selector, Input).set_class(False, "shown")
+        self.query_one("#error", Static).update("")
+        self.focus_input()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        actions = {"run": self.action_run, "skip": self.action_skip, "edit": self.action_edit}
+        if self.awaiting and event.button.id in actions:
+            actions[event.button.id]()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not self.awaiting or self.proposal is None:
+            return
+        error = self.query_one("#error", Static)
+        value = event.value.strip()
+        if event.input.id == "confirm-input":
+            if value == self.proposal.host:
+                self._decide(self._confirmed)
+            else:
+                error.update(f"type exactly {self.proposal.host!r} to run it, or press s to skip")
+            return
+        if not value:
+            error.update("the command is empty; type one, or press escape to go back")
+        elif value == self.proposal.command:
+            self.action_cancel_edit()
+            self.action_run()
+        else:
+            self.action_run(edited=value)

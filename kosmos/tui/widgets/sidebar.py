@@ -1,0 +1,142 @@
+"""The sidebar: a filter box, the hosts with their connection state, the skills."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from kosmos.skills.model import Skill
+from kosmos.tui.messages import HostChosen, SkillChosen
+
+STATE_MARKS = {
+    "idle": ("○", "dim"),
+    "connecting": ("◌", "yellow"),
+    "connected": ("●", "green"),
+    "failed": ("✗", "red"),
+}
+
+
+class Sidebar(Vertical):
+    """Hosts and skills, narrowed by the filter; choosing one posts HostChosen / SkillChosen."""
+
+    def __init__(self, hosts: list[str], selected_host: str) -> None:
+        super().__init__(id="sidebar")
+        self.hosts = hosts
+        self.selected_host = selected_host
+        self.states: dict[str, tuple[str, str]] = {}
+        self.local_skills: list[Skill] = []
+        self.remote_skills: list[Skill] = []
+        self.remote_note = ""
+        self.selected_skill: Skill | None = None
+        self._shown_skills: list[Skill] = []
+
+    def compose(self) -> ComposeResult:
+        yield Label("◆ kosmos", id="brand")
+        yield Input(placeholder="filter hosts and skills", id="filter")
+        yield Label("Hosts", classes="section")
+        yield OptionList(id="hosts")
+        yield Label("Skills", classes="section")
+        yield OptionList(id="skills")
+        yield Label("", id="remote-note", classes="note", markup=False)
+
+    def on_mount(self) -> None:
+        self.refresh_lists()
+
+    @property
+    def filter_text(self) -> str:
+        return self.query_one("#filter", Input).value.strip().lower()
+
+    # -- content ------------------------------------------------------------------------
+
+    def set_state(self, target: str, state: str, detail: str) -> None:
+        self.states[target] = (state, detail)
+        self._fill_hosts()
+
+    def set_skills(self, local: list[Skill], remote: list[Skill], note: str = "") -> None:
+        self.local_skills = local
+        self.remote_skills = remote
+        self.remote_note = note
+        self._fill_skills()
+
+    def refresh_lists(self) -> None:
+        self._fill_hosts()
+        self._fill_skills()
+
+    def _fill_hosts(self) -> None:
+        hosts = self.query_one("#hosts", OptionList)
+        wanted = self.filter_text
+        options = []
+        for target in self.hosts:
+            if wanted and wanted not in target.lower() and target != self.selected_host:
+                continue
+            state, detail = self.states.get(target, ("idle", ""))
+            mark, style = STATE_MARKS.get(state, ("○", "dim"))
+            prompt = Text.assemble((f"{mark} ", style), target)
+            if state not in ("idle",):
+                prompt.append(f"  {state}", style="dim")
+            options.append(Option(prompt, id=f"host:{target}"))
+        highlighted = f"host:{self.selected_host}"
+        hosts.set_options(options)
+        for index, option in enumerate(options):
+            if option.id == highlighted:
+                hosts.highlighted = index
+
+    def _fill_skills(self) -> None:
+        skills = self.query_one("#skills", OptionList)
+        wanted = self.filter_text
+        shown: list[Skill] = []
+        options: list[Option] = []
+        groups = (("local", self.local_skills), (f"on {self.selected_host}", self.remote_skills))
+        for label, group in groups:
+            for skill in group:
+                text = f"{skill.name} {skill.description}".lower()
+                if wanted and wanted not in text:
+                    continue
+                prompt = Text(skill.name)
+                if label != "local":
+                    prompt.append(f"  {label}", style="dim")
+                options.append(Option(prompt, id=f"skill:{len(shown)}"))
+                shown.append(skill)
+        self._shown_skills = shown
+        skills.set_options(options)
+        if self.selected_skill in shown:
+            skills.highlighted = shown.index(self.selected_skill)
+        elif shown:
+            skills.highlighted = 0
+        self.query_one("#remote-note", Label).update(self.remote_note)
+
+    # -- choosing -----------------------------------------------------------------------
+
+    @on(Input.Changed, "#filter")
+    def _filtered(self) -> None:
+        self.refresh_lists()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one("#skills", OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#hosts")
+    def _host_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        target = (event.option.id or "").removeprefix("host:")
+        if target and target != self.selected_host:
+            self.selected_host = target
+            self.remote_skills = []
+            self.refresh_lists()
+        self.post_message(HostChosen(target))
+
+    @on(OptionList.OptionSelected, "#skills")
+    def _skill_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        index = int((event.option.id or "skill:-1").split(":")[1])
+        if 0 <= index < len(self._shown_skills):
+            self.select_skill(self._shown_skills[index])
+
+    def select_skill(self, skill: Skill) -> None:
+        self.selected_skill = skill
+        self._fill_skills()
+        self.post_message(SkillChosen(skill))

@@ -1,0 +1,140 @@
+"""Driving `kosmos tui` in-process with Pilot: the app on real parts, waits on its state."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.css.query import NoMatches
+from textual.pilot import Pilot
+
+from kosmos.config import Settings
+from kosmos.frontends.run import skill_library
+from kosmos.prompts import Prompts
+from kosmos.skills.discovery import SkillLibrary
+from kosmos.tui.app import KosmosApp, TuiConfig
+from kosmos.tui.widgets.command import CmdStep
+from kosmos.tui.widgets.run_view import RunView
+
+PROBE = """---
+name: probe
+description: A test skill that *probes* a host
+params:
+  - name: unit
+    description: the unit to look at
+    required: true
+    max_length: 8
+  - name: mode
+    choices: [quick, full]
+    default: quick
+---
+## What I do
+Probe the host.
+"""
+
+
+def write_skill(root: Path, text: str = PROBE, folder: str = "probe") -> Path:
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_app(
+    base_url: str,
+    home: Path,
+    *,
+    skill: str | None = "probe",
+    params: dict[str, str] | None = None,
+    transcript: Path | None = None,
+    settings: dict[str, object] | None = None,
+    hosts: list[str] | None = None,
+    host: str = "local",
+    bundled: bool = True,
+) -> KosmosApp:
+    """The app with the scripted LLM, skills from `home/skills`, transcripts in `home/runs`."""
+    skills = home / "skills"
+    if not skills.exists():
+        write_skill(skills)
+    cfg = Settings(
+        **{
+            "base_url": base_url,
+            "llm_retries": 0,
+            "transcript_dir": home / "runs",
+            **(settings or {}),
+        }
+    )
+    config = TuiConfig(
+        settings=cfg,
+        library=(
+            skill_library(cfg, [skills], {}, home)
+            if bundled
+            else SkillLibrary([(skills, "--skills-dir")], cwd=home)
+        ),
+        prompts=Prompts.load(),
+        hosts=hosts or ["local"],
+        host=host,
+        skill=skill,
+        params=params or {},
+        transcript=transcript,
+    )
+    return KosmosApp(config)
+
+
+async def until(pilot: Pilot, check: Callable[[], object], what: str, limit: float = 20) -> None:
+    """Let the app run until `check()` is true; fail naming `what` if it never gets there."""
+    deadline = time.monotonic() + limit
+
+    def ready() -> object:
+        try:
+            return check()
+        except NoMatches:  # not composed yet
+            return False
+
+    while not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the app never got to: {what}")
+        await pilot.pause(0.02)
+
+
+def front_view(app: KosmosApp) -> RunView:
+    view = app.main.front_view()
+    assert view is not None, "no run tab in front"
+    return view
+
+
+def awaiting_step(app: KosmosApp, step: int) -> Callable[[], bool]:
+    def check() -> bool:
+        view = app.main.front_view()
+        widget = view.cmd_steps.get(step) if view else None
+        return isinstance(widget, CmdStep) and widget.awaiting and app.focused is not None
+
+    return check
+
+
+def finished(app: KosmosApp) -> Callable[[], bool]:
+    def check() -> bool:
+        view = app.main.front_view()
+        return view is not None and view.result is not None
+
+    return check
+
+
+async def settle(pilot: Pilot) -> None:
+    await pilot.pause()
+    await asyncio.sleep(0)
+
+
+def processes_running(command: str) -> list[int]:
+    """PIDs of processes on this machine whose command line contains `command`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if command in cmdline:
+            found.append(int(proc.name))
+    return found
