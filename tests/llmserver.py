@@ -70,7 +70,6 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     at: float
-    port: int = 0  # the client's port: one per connection
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -250,7 +249,6 @@ class ScriptedLLM:
                     {k.lower(): v for k, v in self.headers.items()},
                     body,
                     time.time(),
-                    self.client_address[1],
                 )
                 if llm.embedder is not None and self.path.rstrip("/").endswith("/embeddings"):
                     with llm._lock:

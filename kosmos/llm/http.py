@@ -6,7 +6,6 @@ import asyncio
 import email.utils
 import json
 import random
-import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +18,24 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 BASE_DELAY = 0.5
 MAX_DELAY = 8.0
 RETRY_AFTER_CAP = 60.0
+
+# What to check, per provider, when its server cannot be found or is not what kosmos expects.
+HINTS = {
+    "openai": {
+        "refused": "start a local server (e.g. `ollama serve`, then --base-url "
+        "http://localhost:11434/v1) or set AI_KOSMOS_MODEL_BASE_URL",
+        "connect": "check --base-url / AI_KOSMOS_MODEL_BASE_URL and the network",
+        "404": "check --base-url (it usually ends in /v1) and --model",
+        "api": "an OpenAI-compatible API",
+    },
+    "gemini": {
+        "refused": "check --base-url / GEMINI_BASE_URL (Google's is "
+        "https://generativelanguage.googleapis.com/v1beta)",
+        "connect": "check --base-url / GEMINI_BASE_URL and the network",
+        "404": "check --base-url (Gemini's ends in /v1beta) and --model",
+        "api": "the Gemini API",
+    },
+}
 
 OnRetry = Callable[[int, str, float], None]
 Sleep = Callable[[float], Awaitable[None]]
@@ -79,15 +96,6 @@ def server_message(response: httpx.Response) -> str:
     return " ".join(str(data).split())[:200]
 
 
-# A fleet sends up to one request per host at once. httpx's pool looks over all of its
-# connections (and, for each idle one, over all of them again) whenever a request starts or
-# ends, and keeps only 20 idle ones: with 50 hosts in one pool that is quadratic work and a
-# new connection for most requests. Requests go instead to clients of at most SHARD_SIZE
-# connections each, which all stay open between requests.
-SHARD_SIZE = 8
-MAX_SHARDS = 16
-
-
 class LLMHttp:
     """One async HTTP client for one run, with the retry rules of the engine."""
 
@@ -98,6 +106,7 @@ class LLMHttp:
         timeout: float,
         retries: int,
         key_hint: str,
+        provider: str = "openai",
         on_retry: OnRetry | None = None,
         sleep: Sleep = asyncio.sleep,
         client: httpx.AsyncClient | None = None,
@@ -106,36 +115,13 @@ class LLMHttp:
         self.timeout = timeout
         self.retries = retries
         self.key_hint = key_hint
+        self.hints = HINTS.get(provider, HINTS["openai"])
         self.on_retry = on_retry
         self._sleep = sleep
-        self._clients: list[httpx.AsyncClient] = [client] if client is not None else []
-        self._busy: list[int] = [0] * len(self._clients)
-        self._ssl: ssl.SSLContext | None = None
+        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=timeout))
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
-
-    def _take(self) -> int:
-        """The index of the client for the next request: the first with a free connection."""
-        free = [i for i, busy in enumerate(self._busy) if busy < SHARD_SIZE]
-        if free or len(self._clients) >= MAX_SHARDS:
-            i = free[0] if free else min(range(len(self._busy)), key=self._busy.__getitem__)
-            self._busy[i] += 1
-            return i
-        if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()  # loading CA files costs tens of ms: once
-        self._clients.append(
-            httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=self.timeout),
-                verify=self._ssl,
-                limits=httpx.Limits(
-                    max_connections=SHARD_SIZE, max_keepalive_connections=SHARD_SIZE
-                ),
-            )
-        )
-        self._busy.append(1)
-        return len(self._clients) - 1
+        await self._client.aclose()
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -172,8 +158,7 @@ class LLMHttp:
         if reason == "connection refused":
             return (
                 f"cannot reach the LLM at {self.base_url} (connection refused, {tries} attempts); "
-                "start a local server (e.g. `ollama serve`, then --base-url "
-                "http://localhost:11434/v1) or set AI_KOSMOS_MODEL_BASE_URL"
+                + self.hints["refused"]
             )
         if reason.startswith("timed out"):
             return (
@@ -185,7 +170,7 @@ class LLMHttp:
             return (
                 f"cannot reach the LLM at {self.base_url} "
                 f"({reason.removeprefix('cannot connect: ')}, "
-                f"{tries} attempts); check --base-url / AI_KOSMOS_MODEL_BASE_URL and the network"
+                f"{tries} attempts); " + self.hints["connect"]
             )
         return (
             f"the LLM at {self.base_url} kept failing ({reason}, {tries} attempts); "
@@ -194,12 +179,8 @@ class LLMHttp:
 
     async def _once(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
         try:
-            shard = self._take()
-            try:
-                async with asyncio.timeout(self.timeout):
-                    response = await self._clients[shard].post(url, json=body, headers=headers)
-            finally:
-                self._busy[shard] -= 1
+            async with asyncio.timeout(self.timeout):
+                response = await self._client.post(url, json=body, headers=headers)
         except (TimeoutError, httpx.TimeoutException) as e:
             raise _Retryable(f"timed out after {self.timeout:g} s") from e
         except httpx.ConnectError as e:
@@ -221,7 +202,7 @@ class LLMHttp:
         if status == 404:
             raise LLMError(
                 f"the LLM at {self.base_url} answered HTTP 404 ({server_message(response)}); "
-                "check --base-url (it usually ends in /v1) and --model"
+                + self.hints["404"]
             )
         if status == 400:
             detail = server_message(response)
@@ -241,5 +222,5 @@ class LLMHttp:
             start = " ".join(response.text.split())[:80]
             raise LLMError(
                 f"the LLM at {self.base_url} answered HTTP {status} with a body that is not JSON "
-                f"({start!r}); check that --base-url points at an OpenAI-compatible API"
+                f"({start!r}); check that --base-url points at {self.hints['api']}"
             ) from e
