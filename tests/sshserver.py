@@ -108,11 +108,12 @@ class InProcessSSHServer:
         self.port = 0
         self._acceptor: asyncssh.SSHAcceptor | None = None
 
-    async def start(self) -> InProcessSSHServer:
+    async def start(self, port: int = 0) -> InProcessSSHServer:
+        """Listen on `port` (0: a free one; the old port again after `stop`, as a reboot)."""
         state = self.state
         self._acceptor = await asyncssh.listen(
             "127.0.0.1",
-            0,
+            port,
             server_host_keys=[self.host_key],
             server_factory=lambda: _Server(state),
             process_factory=lambda p: _run_process(state, p),

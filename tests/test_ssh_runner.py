@@ -10,10 +10,14 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from kosmos.errors import HostError
+from kosmos.engine.operator import Approval, CommandProposal
+from kosmos.errors import HostError, KosmosError
+from kosmos.events import CommandFinished, Notice
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
+from tests.helpers import ScriptOperator, make_skill, run_session
+from tests.llmserver import ScriptedLLM
 from tests.sshserver import FreezableProxy, InProcessSSHServer, write_client_home
 
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
@@ -205,6 +209,37 @@ async def test_a_failed_reconnect_is_a_host_error(
     await asyncio.wait_for(runner._link.client.closed.wait(), 5)
     with pytest.raises(HostError, match="connection was lost .* reconnecting failed"):
         await runner.run("echo two", timeout=5)
+
+
+async def test_operator_retry_after_a_failed_reconnect_runs_the_command_once(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, llm: ScriptedLLM
+) -> None:
+    """The host is down at step 2: the operator is asked, the server comes back, Retry runs it."""
+    llm.script("[CMD] echo one", "[CMD] echo two", "[DONE] ok")
+    port = ssh_server.port
+
+    class Person(ScriptOperator):
+        async def approve(self, proposal: CommandProposal) -> Approval:
+            if proposal.command == "echo two":
+                await ssh_server.stop()
+                assert runner._link is not None
+                await asyncio.wait_for(runner._link.client.closed.wait(), 5)
+            return await super().approve(proposal)
+
+        async def retry(self, error: KosmosError) -> bool:
+            self.errors.append(error)
+            await ssh_server.start(port)  # the host is back
+            return True
+
+    person = Person()
+    run = await run_session(llm.base_url, make_skill(), operator=person, runner=runner)
+    assert run.result.status == "done", run.result.message
+    assert len(person.errors) == 1 and isinstance(person.errors[0], HostError)
+    assert "reconnecting failed" in str(person.errors[0])
+    finished = [e for e in run.events if isinstance(e, CommandFinished)]
+    assert [(e.command, e.exit_code) for e in finished] == [("echo one", 0), ("echo two", 0)]
+    assert any("retrying the command" in e.message for e in run.events if isinstance(e, Notice))
+    assert llm.requests[2].last_user_text.startswith("Command output:\ntwo")
 
 
 async def test_keepalive_gives_up_on_a_server_gone_silent(

@@ -23,6 +23,7 @@ from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
     EXIT_DONE,
     EXIT_INTERRUPTED,
+    HostError,
     InputNeeded,
     KosmosError,
     LLMError,
@@ -394,13 +395,21 @@ class Session:
                 self.emit(CommandOutput(step=step, text=shown))
 
         try:
-            result = await self.runner.run(
-                prepared.text,
-                timeout=self.options.command_timeout,
-                on_output=on_output,
-                stop=self._stop,
-                stdin=prepared.stdin,
-            )
+            while True:
+                try:
+                    result = await self.runner.run(
+                        prepared.text,
+                        timeout=self.options.command_timeout,
+                        on_output=on_output,
+                        stop=self._stop,
+                        stdin=prepared.stdin,
+                    )
+                    break
+                except HostError as e:
+                    # Raised before the command started (no connection): safe to try again.
+                    if not await self.operator.retry(e):
+                        raise
+                    self.emit(Notice(message=f"retrying the command after: {e}"))
         finally:
             self._stop = None
         tail = lines.flush()

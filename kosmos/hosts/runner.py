@@ -134,6 +134,7 @@ class Runner(Protocol):
         stdin is closed, or carries exactly `stdin` and is then closed (e.g. a password for
         `sudo -S`; never logged).
 
+        HostError means the command never started (no connection): the engine may offer Retry.
         On timeout, or when `stop` is set by the operator, the whole process tree is ended and
         the partial output kept (`timed_out` / `cancelled`). If the calling task is cancelled,
         the tree is ended too and CancelledError propagates.
