@@ -208,3 +208,12 @@ def test_host_policy_matches_the_target_with_or_without_user_and_port(
         f"config hosts.{key}.policy",
     )
     assert resolve_policy(RunRequest(skill="x", yes=True), settings, "other") == ("auto", "--yes")
+
+
+def test_piped_answers_are_shown_after_their_prompts(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo one", "[DONE] ok")
+    proc = run_cli(["run", "probe"], env=cli_env, cwd=project, stdin="y\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Run? [y/N/e/a] y\n" in proc.stderr

@@ -185,4 +185,7 @@ class Console:
         line = self.stdin.readline()
         if not line:
             raise EOFError
+        # Piped answers are not echoed by a terminal: show each after its prompt, as typed.
+        self.err.write(line.rstrip("\r\n") + "\n")
+        self.err.flush()
         return line.rstrip("\r\n")
