@@ -52,6 +52,7 @@ async def test_unknown_host_key_stops_before_anything_runs(
     assert ssh_server.host_key.get_fingerprint("sha256") in message
     assert f"[127.0.0.1]:{ssh_server.port}" in message
     assert "ssh-keyscan" in message
+    assert message.endswith("or run `kosmos run` in a terminal to be asked")
     assert ssh_server.state.commands == []
     assert (ssh_home / ".ssh" / "known_hosts").read_text() == ""
 
@@ -153,6 +154,9 @@ async def test_an_encrypted_key_without_a_terminal_is_a_clear_error(
         str(ssh_dir / "id_ed25519"), passphrase="open sesame", rounds=2, ignore_few_rounds=True
     )
     with pytest.raises(ConnectFailed, match="is encrypted and no ssh-agent holds it; run `ssh-add"):
+        await runner_for().connect()
+    # `kosmos hosts --check` shows the same line and never asks: the hint names what does.
+    with pytest.raises(ConnectFailed, match="or run `kosmos run` in a terminal to type its"):
         await runner_for().connect()
 
 

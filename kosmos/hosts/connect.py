@@ -301,8 +301,8 @@ class Connector:
                 locked = ", ".join(str(p) for p in self.locked_keys)
                 return ConnectFailed(
                     f"{name}: authentication failed: key {locked} is encrypted and no ssh-agent "
-                    f"holds it; run `ssh-add {self.locked_keys[0]}` first, or run kosmos in a "
-                    "terminal to type its passphrase",
+                    f"holds it; run `ssh-add {self.locked_keys[0]}` first, or run `kosmos run` "
+                    "in a terminal to type its passphrase",
                     "auth",
                 )
             return ConnectFailed(
