@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--transcript", type=Path, metavar="PATH", help="the first run's JSONL transcript"
     )
     tui.add_argument(
+        "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
+    )
+    tui.add_argument(
         "--skills-dir",
         action="append",
         default=[],
@@ -411,6 +414,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         skills_dirs=args.skills_dir,
         env=dict(os.environ),
         home=Path.home(),
+        chat=args.chat,
     )
 
 

@@ -18,7 +18,7 @@ from kosmos.chat.http_tools import call_http_tool
 from kosmos.chat.log import ChatLog
 from kosmos.chat.ranking import ToolRanker
 from kosmos.chat.settings import ChatSettings
-from kosmos.chat.tools import Tool, format_params, validate
+from kosmos.chat.tools import Tool, build_tools, format_params, validate
 from kosmos.errors import EXIT_DONE, EXIT_FAILED, EXIT_LLM, KosmosError, LLMError
 from kosmos.events import Message
 from kosmos.llm.content import ContextMessage
@@ -125,6 +125,10 @@ class ChatAgent:
         self.ranker = ranker
         self.history: list[Message] = []
         self.started = False
+
+    def use_skills(self, skills: Sequence[Skill]) -> None:
+        """Offer these skills as the tools next to the HTTP ones (another host, its skills)."""
+        self.tools = build_tools(self.settings.tools, skills if self.settings.skills else ())
 
     # -- [main] --------------------------------------------------------------------------
 

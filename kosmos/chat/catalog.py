@@ -120,6 +120,19 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Skill {skill} ended ({status}): {message}",
         "Навык {skill} не выполнен ({status}): {message}",
     ),
+    "host_looking": (
+        "Looking for the skills stored on {host}..",
+        "Ищу навыки, сохранённые на {host}..",
+    ),
+    "host_skills": (
+        "Skills stored on {host}, offered as tools: {names}",
+        "Навыки с {host}, доступные как инструменты: {names}",
+    ),
+    "host_changed": ("Skills now run on {host}.", "Навыки теперь выполняются на {host}."),
+    "chat_ended": (
+        "The chat has ended. Type a request to start a new one.",
+        "Чат завершён. Введите запрос, чтобы начать новый.",
+    ),
 }
 
 

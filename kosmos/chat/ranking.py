@@ -28,6 +28,12 @@ def _vectors(data: dict, count: int) -> list[list[float]] | None:
         return None
 
 
+def _text(tool: Tool) -> str:
+    """What is embedded for a tool, and its cache key: another host may have another skill of
+    the same name."""
+    return f"{tool.name}: {tool.description}"
+
+
 class ToolRanker:
     """Embeds each tool's description once per chat, then each request, and keeps the top k."""
 
@@ -51,20 +57,20 @@ class ToolRanker:
         """The `top_k` tools closest to `query`; all of them when embedding fails."""
         if len(tools) <= self.top_k:
             return list(tools)
-        missing = [t for t in tools if t.name not in self._cache]
+        missing = [t for t in tools if _text(t) not in self._cache]
         if missing:
-            vectors = await self._embed([f"{t.name}: {t.description}" for t in missing])
+            vectors = await self._embed([_text(t) for t in missing])
             if vectors is None:
                 self.log.warning("rank_tools // embeddings failed, every tool goes to selection")
                 return list(tools)
-            self._cache.update({t.name: v for t, v in zip(missing, vectors, strict=True)})
+            self._cache.update({_text(t): v for t, v in zip(missing, vectors, strict=True)})
         query_vectors = await self._embed([query])
         if query_vectors is None:
             self.log.warning("rank_tools // embeddings failed, every tool goes to selection")
             return list(tools)
         query_vector = query_vectors[0]
         scored = sorted(
-            tools, key=lambda t: cosine(self._cache[t.name], query_vector), reverse=True
+            tools, key=lambda t: cosine(self._cache[_text(t)], query_vector), reverse=True
         )
         kept = scored[: self.top_k]
         self.log.debug(f"rank_tools // kept {', '.join(t.name for t in kept)}")

@@ -11,6 +11,7 @@ from pathlib import Path
 from kosmos.chat.agent import Kind, SkillOutcome
 from kosmos.chat.build import open_chat
 from kosmos.chat.catalog import pick_lang
+from kosmos.chat.host_skills import HostSkills, host_skills, offer
 from kosmos.config import Settings, state_dir
 from kosmos.frontends.console import Console, EndOfInput
 from kosmos.frontends.line import LinePrompter
@@ -71,14 +72,15 @@ class LineSkillRunner:
         """A host's news (a reconnect), shown between the chat's lines."""
         self.console.say(self.console.style(message, "33"), stream=self.console.err)
 
-    async def _connected(self) -> Runner:
+    async def connected(self) -> Runner:
+        """The host's runner, connected on the first call."""
         if not self._connected_once:
             await self._runner.connect()
             self._connected_once = True
         return self._runner
 
     async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
-        runner = await self._connected()
+        runner = await self.connected()
         frontend = RunFrontend(
             RunRequest(skill=skill.name, host=self.host),
             self.settings,
@@ -117,6 +119,14 @@ class ChatFrontend:
         except EndOfInput:
             return None
 
+    async def _host_skills(self, runner: LineSkillRunner) -> HostSkills:
+        """Connect to --host now and list the skills stored there (seed 001 remote skills)."""
+        timeout = self.settings.remote_skill_timeout
+        found = await host_skills(await runner.connected(), timeout=timeout)
+        for problem in found.problems:
+            self.console.error(f"warning: {problem}")
+        return found
+
     async def run(self) -> int:
         req, settings = self.request, self.settings
         log_path = req.log or default_log_path(self.env, self.home)
@@ -126,6 +136,9 @@ class ChatFrontend:
         runner = LineSkillRunner(settings, req.host, self.console, self.env, self.home)
         opened = False
         try:
+            found = HostSkills(req.host)
+            if settings.chat.skills:
+                found = await self._host_skills(runner)
             async with open_chat(
                 settings,
                 lang=pick_lang(req.lang, self.env),
@@ -137,6 +150,7 @@ class ChatFrontend:
                 verbose=req.verbose,
             ) as agent:
                 opened = True
+                offer(agent, skills, found)
                 return await agent.run(self._read)
         finally:
             await runner.close()

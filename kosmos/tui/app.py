@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from textual.app import App
+from textual.binding import Binding
 
 from kosmos.config import Settings
 from kosmos.frontends.run import skill_library
@@ -18,6 +19,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
+from kosmos.tui.screens.chat import chat_running_commands, chat_stop_command, open_chat_screen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
 
@@ -35,6 +37,9 @@ class TuiConfig:
     params: dict[str, str] = field(default_factory=dict)
     transcript: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # The home the chat screen puts its log under (None: the user's).
+    home: Path | None = None
+    chat: bool = False  # open the chat screen at start
 
 
 class KosmosApp(App[int]):
@@ -42,6 +47,7 @@ class KosmosApp(App[int]):
 
     CSS_PATH = Path(__file__).parent / "kosmos.tcss"
     TITLE = "kosmos"
+    BINDINGS = [Binding("ctrl+t", "chat", "Chat")]
 
     def __init__(self, config: TuiConfig) -> None:
         super().__init__()
@@ -59,6 +65,13 @@ class KosmosApp(App[int]):
     def get_default_screen(self) -> MainScreen:
         return MainScreen()
 
+    def on_mount(self) -> None:
+        if self.config.chat:
+            open_chat_screen(self)
+
+    def action_chat(self) -> None:
+        open_chat_screen(self)
+
     def _host_state(self, target: str, state: str, detail: str) -> None:
         if self.screen_stack:
             self.screen_stack[0].post_message(HostState(target, state, detail))
@@ -74,7 +87,7 @@ class KosmosApp(App[int]):
         return screen
 
     async def action_quit(self) -> None:
-        running = self.main.running_commands()
+        running = self.main.running_commands() + chat_running_commands(self)
         if not running:
             self.exit(0)
             return
@@ -83,6 +96,7 @@ class KosmosApp(App[int]):
             if quit_now:
                 for controller in self.main.runs.values():
                     controller.stop_command()
+                chat_stop_command(self)
                 self.exit(0)
 
         self.push_screen(QuitModal(running), callback=answered)
@@ -101,6 +115,7 @@ def run_tui(
     skills_dirs: Sequence[Path],
     env: dict[str, str],
     home: Path,
+    chat: bool = False,
 ) -> int:
     """Start the app in this terminal; returns its exit code when the operator quits."""
     config = TuiConfig(
@@ -113,5 +128,7 @@ def run_tui(
         params=parse_param_flags(params),
         transcript=transcript,
         env=env,
+        home=home,
+        chat=chat,
     )
     return KosmosApp(config).run() or 0
