@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -155,12 +155,36 @@ def _allowed(field: str) -> str:
     return ALLOWED.get(field, "see the README")
 
 
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The settings model an annotation holds: itself, or inside a dict, list, tuple or union."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = get_args(annotation)
+    if get_origin(annotation) is dict:
+        args = args[1:]
+    return next((m for m in map(_model_in, args) if m is not None), None)
+
+
+def _keys_at(loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The keys allowed beside the last part of `loc` (a path into Settings)."""
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        if not isinstance(part, str) or part not in model.model_fields:
+            continue  # a dict key or a list index: the model stays the same
+        inner = _model_in(model.model_fields[part].annotation)
+        if inner is None:
+            break
+        model = inner
+    return tuple(model.model_fields)
+
+
 def _explain(err: ValidationError, source: str) -> ConfigError:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     field = str(first["loc"][0]) if first["loc"] else ""
     if first["type"] == "extra_forbidden":
-        return ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {', '.join(FILE_KEYS)}")
+        keys = ", ".join(_keys_at(tuple(first["loc"])))
+        return ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {keys}")
     allowed = f"; allowed: {_allowed(field)}" if field in ALLOWED else ""
     return ConfigError(f"{source}: {loc}: {first['msg']}{allowed}")
 

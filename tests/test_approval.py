@@ -137,6 +137,8 @@ def test_line_mode_dangerous_needs_the_host_name_even_with_yes(
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("Type the host name (local) to run it") == 2
     assert "DANGEROUS: pipes a download into sh" in proc.stdout
+    assert "'yes' is not the host name (local)\n  skipped\n" in proc.stdout
+    assert proc.stdout.count("skipped") == 1
     started = [e for e in read_transcript(transcript) if e.type == "command_started"]
     assert len(started) == 1  # "yes" is not the host name; "local" is
     assert llm.requests[1].last_user_text.startswith("User skipped the command.")
@@ -206,3 +208,12 @@ def test_host_policy_matches_the_target_with_or_without_user_and_port(
         f"config hosts.{key}.policy",
     )
     assert resolve_policy(RunRequest(skill="x", yes=True), settings, "other") == ("auto", "--yes")
+
+
+def test_piped_answers_are_shown_after_their_prompts(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[CMD] echo one", "[DONE] ok")
+    proc = run_cli(["run", "probe"], env=cli_env, cwd=project, stdin="y\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Run? [y/N/e/a] y\n" in proc.stderr

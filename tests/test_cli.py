@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -490,3 +491,31 @@ def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(
     _, err = proc.communicate(timeout=5)
     assert proc.returncode == 130, err
     assert read_transcript(transcript)[-1].status == "aborted"
+    # The open prompt's line is ended: the summary starts a line of its own.
+    assert any(line.startswith("■ aborted") for line in err.splitlines()), err
+
+
+def test_sigterm_while_connecting_exits_130_with_one_line(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    # A port that accepts and never says a word: kosmos waits for the SSH banner.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        silent.settimeout(20)
+        port = silent.getsockname()[1]
+        proc = _start(
+            ["run", "probe", "--param", "target=x", "--host", f"127.0.0.1:{port}", "--json"],
+            cli_env,
+            project,
+        )
+        conn, _ = silent.accept()
+        with conn:
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert err.strip() == "kosmos: interrupted before the run started; nothing was run"
+    result = json_lines(out)[-1]
+    assert (result["status"], result["exit_code"]) == ("aborted", 130)
+    assert llm.requests == []

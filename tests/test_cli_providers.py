@@ -9,7 +9,7 @@ import pytest
 
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
-from tests.llmserver import ScriptedLLM, call, calls
+from tests.llmserver import ScriptedLLM, Status, call, calls
 
 PROBE = """---
 name: probe
@@ -155,3 +155,27 @@ def test_line_mode_dialogue_with_a_model_that_ignores_tools_asks_plainly(
     assert proc.returncode == 0, proc.stderr
     assert "asking plainly (3 replies in a row without a tool call)" in proc.stderr
     assert "- target: disk" in llm.requests[-1].messages[1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (None, "check --base-url / GEMINI_BASE_URL"),  # nothing listens there
+        (Status(404), "check --base-url (Gemini's ends in /v1beta) and --model"),
+    ],
+)
+def test_gemini_errors_say_what_to_check_for_gemini(
+    llm: ScriptedLLM, cli_env: dict, project: Path, answer: Status | None, expected: str
+) -> None:
+    base = "http://127.0.0.1:9/v1beta" if answer is None else llm.gemini_base_url
+    if answer is not None:
+        llm.script(answer)
+    proc = run_cli(
+        ["run", "probe", "--param", "target=x", "--non-interactive", "--provider", "gemini"],
+        env={**cli_env, "GEMINI_BASE_URL": base, "GEMINI_API_KEY": "k"},
+        cwd=project,
+    )
+    assert proc.returncode == 5
+    error = next(line for line in proc.stderr.splitlines() if line.startswith("kosmos: "))
+    assert expected in error
+    assert "ollama" not in error and "AI_KOSMOS_MODEL_BASE_URL" not in error and "/v1)" not in error

@@ -24,3 +24,26 @@ def test_every_test_named_in_the_fault_matrix_exists() -> None:
             assert re.search(rf"def {m.group(2)}\(", path.read_text()), f"{current}::{m.group(2)}"
             checked += 1
     assert checked >= 50
+
+
+def test_the_readme_synopsis_names_every_documented_flag() -> None:
+    """`## The command line` shows each command with every flag its --help shows."""
+    import argparse
+
+    from kosmos.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## The command line", 1)[1].split("```", 2)[1]
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in commands.choices.items():
+        found = re.search(rf"^kosmos {name}\b.*?(?=^kosmos |\Z)", block, re.M | re.S)
+        assert found, f"kosmos {name} is missing from the README's synopsis"
+        for action in parser._actions:
+            if action.help == argparse.SUPPRESS or not action.option_strings:
+                continue
+            if "--help" in action.option_strings:
+                continue
+            assert any(
+                re.search(re.escape(flag) + r"(?![\w-])", found.group(0))
+                for flag in action.option_strings
+            ), f"kosmos {name} {action.option_strings[-1]} is missing from the README's synopsis"

@@ -242,3 +242,30 @@ async def test_a_model_that_never_calls_the_tools_stalls_the_dialogue(llm: Scrip
     with pytest.raises(DialogStalled, match="3 replies in a row without a tool call"):
         await collect(llm, dialog)
     assert len(dialog.shown) == 2
+
+
+async def test_the_llm_cannot_confirm_values_the_operator_has_not_seen(llm: ScriptedLLM) -> None:
+    # The LLM makes the values up and confirms them before the operator said a word.
+    llm.script(
+        calls(
+            call("update_params", id="u1", service="nginx", port="443"),
+            call("confirm_and_run", id="c1"),
+        ),
+        "– **service:** nginx\n– **port:** 443",
+        # The operator answers the summary by changing a value; the LLM confirms at once.
+        calls(call("update_params", id="u2", port="8443"), call("confirm_and_run", id="c2")),
+        "– **service:** nginx\n– **port:** 8443",
+        calls(call("confirm_and_run", id="c3")),
+    )
+    dialog = ScriptDialog([typed("port 8443, go"), typed("yes")])
+    values, events, _ = await collect(llm, dialog)
+    assert values == {"service": "nginx", "port": "8443", "mode": "fast"}
+    # Each summary was on screen before the run could start.
+    assert [(text, s.complete) for text, s in dialog.shown] == [
+        ("– **service:** nginx\n– **port:** 443", True),
+        ("– **service:** nginx\n– **port:** 8443", True),
+    ]
+    kinds = [e.kind for e in events if isinstance(e, ParamsUpdate) and e.kind != "turn"]
+    assert kinds == ["update", "premature_confirm", "update", "premature_confirm", "confirm"]
+    refused = llm.requests[1].messages[-1]
+    assert refused["tool_call_id"] == "c1" and "has not seen" in refused["content"]

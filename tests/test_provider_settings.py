@@ -79,7 +79,17 @@ def test_protocol_from_file_and_flag(tmp_path: Path) -> None:
     [
         ("protocol: xml\n", "protocol: Input should be 'tags', 'json', 'tools' or 'auto'"),
         ("providers: {claude: {}}\n", "providers.claude"),
-        ("providers: {openai: {capabilities: {vision: true}}}\n", "unknown key"),
+        (
+            "providers: {openai: {capabilities: {vision: true}}}\n",
+            "unknown key 'providers.openai.capabilities.vision'; allowed keys: json_schema, tools, "
+            "json_mode",
+        ),
+        ("providers: {openai: {modle: x}}\n", "allowed keys: base_url, api_key, model,"),
+        ("hosts: {db1: {polcy: read-only}}\n", "allowed keys: policy"),
+        (
+            'chat: {tools: [{name: a, description: b, base_url: "http://x", path: /, bogus: 1}]}\n',
+            "allowed keys: name, description,",
+        ),
     ],
 )
 def test_bad_provider_config_is_one_clear_line(tmp_path: Path, yaml: str, expected: str) -> None:

@@ -251,6 +251,16 @@ async def test_step_limit_ends_the_run_with_exit_3(llm: ScriptedLLM) -> None:
     assert "--max-steps" in run.result.message
 
 
+async def test_step_limit_says_the_last_command_was_not_run(llm: ScriptedLLM) -> None:
+    llm.script("[CMD] echo one", "[CMD] echo two")
+    run = await run_session(
+        llm.base_url, options=SessionOptions(max_steps=2, policy="auto", non_interactive=True)
+    )
+    assert run.result.status == "step_limit"
+    assert "its last command was not run (echo two)" in run.result.message
+    assert [e.command for e in run.events if e.type == "command_started"] == ["echo one"]
+
+
 async def test_history_modes(llm: ScriptedLLM) -> None:
     script = ["[MESSAGE] a", "[MESSAGE] b", "[MESSAGE] c", "[MESSAGE] d", "[DONE] ok"]
     llm.script(*script)

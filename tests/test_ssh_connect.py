@@ -52,6 +52,7 @@ async def test_unknown_host_key_stops_before_anything_runs(
     assert ssh_server.host_key.get_fingerprint("sha256") in message
     assert f"[127.0.0.1]:{ssh_server.port}" in message
     assert "ssh-keyscan" in message
+    assert message.endswith("or run `kosmos run` in a terminal to be asked")
     assert ssh_server.state.commands == []
     assert (ssh_home / ".ssh" / "known_hosts").read_text() == ""
 
@@ -114,6 +115,17 @@ async def test_authentication_failure_names_the_user_and_what_to_check(
     assert info.value.reason == "auth"
     assert info.value.exit_code == 6
     assert "authentication failed for user tester" in str(info.value)
+    assert str(info.value).endswith("try: ssh -v inproc")
+
+
+async def test_the_suggested_ssh_line_is_one_ssh_accepts(
+    ssh_home: Path, ssh_server: InProcessSSHServer
+) -> None:
+    # `ssh user@host:port` is not how ssh takes a port: the hint must use -p.
+    write_client_home(ssh_home, ssh_server, asyncssh.generate_private_key("ssh-ed25519"))
+    with pytest.raises(ConnectFailed) as info:
+        await runner_for(f"tester@127.0.0.1:{ssh_server.port}").connect()
+    assert str(info.value).endswith(f"try: ssh -v -p {ssh_server.port} tester@127.0.0.1")
 
 
 async def test_an_encrypted_key_asks_for_its_passphrase(
@@ -142,6 +154,9 @@ async def test_an_encrypted_key_without_a_terminal_is_a_clear_error(
         str(ssh_dir / "id_ed25519"), passphrase="open sesame", rounds=2, ignore_few_rounds=True
     )
     with pytest.raises(ConnectFailed, match="is encrypted and no ssh-agent holds it; run `ssh-add"):
+        await runner_for().connect()
+    # `kosmos hosts --check` shows the same line and never asks: the hint names what does.
+    with pytest.raises(ConnectFailed, match="or run `kosmos run` in a terminal to type its"):
         await runner_for().connect()
 
 

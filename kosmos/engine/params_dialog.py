@@ -3,7 +3,8 @@
 The LLM gets two tools, `update_params` (one property per skill param) and `confirm_and_run`,
 and a `[SYSTEM STATE]` block before every call. kosmos merges each update (new values
 overwrite, old ones stay), checks every value against the param's rules, ignores a premature
-confirm, and ends when the LLM confirms or the operator presses Confirm.
+confirm (and a confirm before the operator answered with every value on screen), and ends
+when the LLM confirms or the operator presses Confirm.
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ class ParamCollector:
                 role="user", content=self.prompts["PARAMS_START"].format(skill_name=self.skill.name)
             )
         ]
+        # Whether the operator answered while every value was on screen (and none changed since):
+        # only then does the LLM's confirm_and_run count.
+        self.summary_answered = False
 
     # -- state ---------------------------------------------------------------------------
 
@@ -156,6 +160,8 @@ class ParamCollector:
                 problems[name] = problem
             else:
                 accepted[name] = value
+        if any(self.values.get(k) != v for k, v in accepted.items()):
+            self.summary_answered = False  # the operator has not seen these values yet
         self.values.update(accepted)
         if accepted:
             self.emit(ParamsUpdate(kind="update", values=accepted, missing=self.missing))
@@ -173,6 +179,10 @@ class ParamCollector:
         if self.missing:
             self.emit(ParamsUpdate(kind="premature_confirm", missing=self.missing))
             return False, self.prompts["PARAMS_PREMATURE"].format(missing=", ".join(self.missing))
+        if not self.summary_answered:
+            # Only the operator confirms: the LLM may not start a run with values nobody saw.
+            self.emit(ParamsUpdate(kind="premature_confirm"))
+            return False, self.prompts["PARAMS_UNSEEN"]
         return True, self.prompts["PARAMS_CONFIRMED"]
 
     def _answer(self, call: ToolCall) -> tuple[bool, Message]:
@@ -216,8 +226,11 @@ class ParamCollector:
             silent = 0
             text = reply.text.strip()
             while True:
-                answer = await self.dialog.turn(text, self.state())
+                shown = self.state()
+                answer = await self.dialog.turn(text, shown)
                 self.emit(ParamsUpdate(kind="turn", said=text, typed=answer.text))
+                if shown.complete and answer.text and answer.text.strip():
+                    self.summary_answered = True  # typed with every value on screen
                 if answer.confirmed:
                     if not self.missing:
                         return self._done()

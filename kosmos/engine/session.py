@@ -292,7 +292,7 @@ class Session:
             if parsed.kind == "done":
                 self.state = "done"
                 return self._finish("done", parsed.text, EXIT_DONE)
-            self._next_step()
+            self._next_step(parsed)
             if parsed.kind == "cmd":
                 self.state = "waiting_cmd"
                 content = await self._command(parsed, step, rerun=rerun)
@@ -313,11 +313,17 @@ class Session:
             self._os = await target_os(self.runner, timeout=self.options.knowledge_timeout)
         return app_command(parsed.action or "", parsed.args, self._os)
 
-    def _next_step(self) -> None:
+    def _next_step(self, pending: Parsed | None = None) -> None:
         if self.step + 1 > self.options.max_steps:
+            # The last directive is on screen; say that it was not acted on.
+            left = ""
+            if pending is not None and pending.kind == "cmd":
+                left = f"; its last command was not run ({_preview(pending.text)})"
+            elif pending is not None and pending.kind == "ask":
+                left = "; its last question was not asked"
             raise StepLimitReached(
                 f"reached the step limit ({self.options.max_steps} steps) before the skill "
-                "finished; raise it with --max-steps"
+                f"finished{left}; raise it with --max-steps"
             )
         self.step += 1
 

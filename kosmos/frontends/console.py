@@ -7,7 +7,12 @@ import contextlib
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
+
+try:
+    import termios
+except ImportError:  # pragma: no cover - platforms without termios
+    termios = None  # type: ignore[assignment]
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -110,8 +115,32 @@ class Console:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(deliver, value)
 
+        # readline and getpass switch echo off while they read; a read cut short by Ctrl-C
+        # never switches it back, so the terminal is put back here.
+        saved = self._terminal_state()
         threading.Thread(target=read, daemon=True, name="kosmos-input").start()
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._restore_terminal(saved)
+            # Ctrl-C at a prompt: end the prompt's line so that what follows starts its own.
+            self.err.write("\n")
+            self.err.flush()
+            raise
+
+    def _terminal_state(self) -> list[Any] | None:
+        if termios is None or self.stdin is not sys.stdin:
+            return None
+        try:
+            return termios.tcgetattr(sys.stdin.fileno())
+        except (termios.error, OSError, ValueError):
+            return None  # not a terminal
+
+    def _restore_terminal(self, saved: list[Any] | None) -> None:
+        if saved is None or termios is None:
+            return
+        with contextlib.suppress(termios.error, OSError, ValueError):
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
 
     async def ask_secret(self, prompt: str) -> str:
         """A line typed without echo (a password); never kept by the console."""
@@ -156,4 +185,7 @@ class Console:
         line = self.stdin.readline()
         if not line:
             raise EOFError
+        # Piped answers are not echoed by a terminal: show each after its prompt, as typed.
+        self.err.write(line.rstrip("\r\n") + "\n")
+        self.err.flush()
         return line.rstrip("\r\n")

@@ -64,7 +64,9 @@ class LineOperator:
         )
         if typed.strip() == proposal.host:
             return Approval.run()
-        c.say(c.style("  not confirmed; skipped", "33"))
+        if typed.strip():
+            # The skip itself is shown with the decision; say why the typed text did not count.
+            c.say(c.style(f"  {typed.strip()!r} is not the host name ({proposal.host})", "33"))
         return Approval.skip()
 
     async def answer(self, question: Question) -> str | None:

@@ -173,7 +173,7 @@ class TextRenderer:
             event.status, event.status
         )
         summary = (
-            f"{label} · {event.steps} steps · {event.commands_run} commands"
+            f"{label} · {_count(event.steps, 'step')} · {_count(event.commands_run, 'command')}"
             f" · {event.duration_s:.1f}s"
         )
         c.say(c.style(f"■ {summary}", color), stream=c.err if event.status != "done" else c.out)
@@ -198,6 +198,10 @@ class JsonRenderer:
             data.pop("output", None)
         self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
         self.out.flush()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _first_line(text: str) -> str:

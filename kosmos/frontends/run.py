@@ -19,7 +19,7 @@ from kosmos.engine.operator import Operator
 from kosmos.engine.replay import Recording, ReplayOperator, ReplayProvider
 from kosmos.engine.resume import Resumed, resume_state
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError, SkillNotFound, UsageError
+from kosmos.errors import EXIT_INTERRUPTED, Aborted, KosmosError, SkillNotFound, UsageError
 from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
@@ -234,6 +234,26 @@ class RunFrontend:
         return error.exit_code
 
     async def run(self) -> int:
+        """The whole run; Ctrl-C or SIGTERM before the session starts (while connecting, at a
+        host key or passphrase prompt) ends it with one line and exit 130 too."""
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        installed = False
+        if main is not None:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signal.SIGTERM, main.cancel)
+                installed = True
+        try:
+            return await self._run()
+        except asyncio.CancelledError:
+            if self.session is not None:
+                raise
+            return self.fail_early(Aborted("interrupted before the run started; nothing was run"))
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    async def _run(self) -> int:
         req, settings = self.request, self.settings
         prompts = Prompts.load(settings.prompts_file)
         library = skill_library(settings, req.skills_dirs, self.env, self.home)

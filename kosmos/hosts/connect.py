@@ -90,6 +90,12 @@ class _Hop:
     port: int | None
     label: str
 
+    @property
+    def ssh_command(self) -> str:
+        """The `ssh -v` line an operator can paste to see the same failure (no `host:port`)."""
+        host = f"{self.user}@{self.host}" if self.user else self.host
+        return f"ssh -v -p {self.port} {host}" if self.port is not None else f"ssh -v {host}"
+
 
 def _parse_jump(text: str) -> _Hop:
     spec = text.strip().removeprefix("ssh://")
@@ -315,13 +321,13 @@ class Connector:
                 locked = ", ".join(str(p) for p in self.locked_keys)
                 return ConnectFailed(
                     f"{name}: authentication failed: key {locked} is encrypted and no ssh-agent "
-                    f"holds it; run `ssh-add {self.locked_keys[0]}` first, or run kosmos in a "
-                    "terminal to type its passphrase",
+                    f"holds it; run `ssh-add {self.locked_keys[0]}` first, or run `kosmos run` "
+                    "in a terminal to type its passphrase",
                     "auth",
                 )
             return ConnectFailed(
                 f"{name}: authentication failed for user {user} at {at}; check the key "
-                f"(ssh-add -l, IdentityFile in ~/.ssh/config) or try: ssh -v {hop.label}",
+                f"(ssh-add -l, IdentityFile in ~/.ssh/config) or try: {hop.ssh_command}",
                 "auth",
             )
         if isinstance(e, asyncssh.HostKeyNotVerifiable):
@@ -363,7 +369,7 @@ class Connector:
         if isinstance(e, ValueError):
             return ConnectFailed(f"{name}: bad SSH settings: {text}; check ~/.ssh/config", "other")
         return ConnectFailed(
-            f"{name}: cannot connect to {at}: {text}; try: ssh -v {hop.label}", "other"
+            f"{name}: cannot connect to {at}: {text}; try: {hop.ssh_command}", "other"
         )
 
 

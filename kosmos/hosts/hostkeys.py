@@ -47,7 +47,8 @@ class HostKeyUnknown(HostError):
             f"{name}: unknown host key {what}; nothing was run. If the fingerprint is right, "
             f"trust it with `ssh {port}{self.host}` once, or "
             f"`ssh-keyscan {port}{self.host} >> ~/.ssh/known_hosts`, "
-            "or run kosmos in a terminal to be asked"
+            # `kosmos hosts --check` never asks: name the command that does.
+            "or run `kosmos run` in a terminal to be asked"
         )
 
 

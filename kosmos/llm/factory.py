@@ -23,6 +23,7 @@ def make_provider(settings: Settings) -> Provider:
         timeout=settings.llm_timeout,
         retries=settings.llm_retries,
         key_hint=key_hint(settings),
+        provider=settings.provider,
     )
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     cls = GeminiProvider if settings.provider == "gemini" else OpenAIProvider

@@ -20,6 +20,24 @@ BASE_DELAY = 0.5
 MAX_DELAY = 8.0
 RETRY_AFTER_CAP = 60.0
 
+# What to check, per provider, when its server cannot be found or is not what kosmos expects.
+HINTS = {
+    "openai": {
+        "refused": "start a local server (e.g. `ollama serve`, then --base-url "
+        "http://localhost:11434/v1) or set AI_KOSMOS_MODEL_BASE_URL",
+        "connect": "check --base-url / AI_KOSMOS_MODEL_BASE_URL and the network",
+        "404": "check --base-url (it usually ends in /v1) and --model",
+        "api": "an OpenAI-compatible API",
+    },
+    "gemini": {
+        "refused": "check --base-url / GEMINI_BASE_URL (Google's is "
+        "https://generativelanguage.googleapis.com/v1beta)",
+        "connect": "check --base-url / GEMINI_BASE_URL and the network",
+        "404": "check --base-url (Gemini's ends in /v1beta) and --model",
+        "api": "the Gemini API",
+    },
+}
+
 OnRetry = Callable[[int, str, float], None]
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -98,6 +116,7 @@ class LLMHttp:
         timeout: float,
         retries: int,
         key_hint: str,
+        provider: str = "openai",
         on_retry: OnRetry | None = None,
         sleep: Sleep = asyncio.sleep,
         client: httpx.AsyncClient | None = None,
@@ -106,6 +125,7 @@ class LLMHttp:
         self.timeout = timeout
         self.retries = retries
         self.key_hint = key_hint
+        self.hints = HINTS.get(provider, HINTS["openai"])
         self.on_retry = on_retry
         self._sleep = sleep
         self._clients: list[httpx.AsyncClient] = [client] if client is not None else []
@@ -172,8 +192,7 @@ class LLMHttp:
         if reason == "connection refused":
             return (
                 f"cannot reach the LLM at {self.base_url} (connection refused, {tries} attempts); "
-                "start a local server (e.g. `ollama serve`, then --base-url "
-                "http://localhost:11434/v1) or set AI_KOSMOS_MODEL_BASE_URL"
+                + self.hints["refused"]
             )
         if reason.startswith("timed out"):
             return (
@@ -185,7 +204,7 @@ class LLMHttp:
             return (
                 f"cannot reach the LLM at {self.base_url} "
                 f"({reason.removeprefix('cannot connect: ')}, "
-                f"{tries} attempts); check --base-url / AI_KOSMOS_MODEL_BASE_URL and the network"
+                f"{tries} attempts); " + self.hints["connect"]
             )
         return (
             f"the LLM at {self.base_url} kept failing ({reason}, {tries} attempts); "
@@ -221,7 +240,7 @@ class LLMHttp:
         if status == 404:
             raise LLMError(
                 f"the LLM at {self.base_url} answered HTTP 404 ({server_message(response)}); "
-                "check --base-url (it usually ends in /v1) and --model"
+                + self.hints["404"]
             )
         if status == 400:
             detail = server_message(response)
@@ -241,5 +260,5 @@ class LLMHttp:
             start = " ".join(response.text.split())[:80]
             raise LLMError(
                 f"the LLM at {self.base_url} answered HTTP {status} with a body that is not JSON "
-                f"({start!r}); check that --base-url points at an OpenAI-compatible API"
+                f"({start!r}); check that --base-url points at {self.hints['api']}"
             ) from e
