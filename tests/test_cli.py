@@ -124,6 +124,8 @@ def test_required_ask_without_answer_is_exit_4(
     )
     assert proc.returncode == 4
     assert "Commit message?" in proc.stderr and "--answer" in proc.stderr
+    # The run stopped at its first step: the count is the steps reached, not the next one.
+    assert "■ needs input · 1 step ·" in proc.stderr
 
 
 def test_optional_ask_without_answer_is_skipped(
@@ -247,6 +249,7 @@ def test_line_mode_end_of_input_is_exit_4(llm: ScriptedLLM, cli_env: dict, proje
     llm.script("[CMD] echo one")
     proc = run_cli(["run", "probe", "--param", "target=x"], env=cli_env, cwd=project, stdin="")
     assert proc.returncode == 4
+    assert "· 1 step ·" in proc.stderr
 
 
 def _wait_for(path: Path, text: str, timeout: float = 20) -> None:
@@ -492,7 +495,7 @@ def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(
     assert proc.returncode == 130, err
     assert read_transcript(transcript)[-1].status == "aborted"
     # The open prompt's line is ended: the summary starts a line of its own.
-    assert any(line.startswith("■ aborted") for line in err.splitlines()), err
+    assert any(line.startswith("■ aborted · 1 step ·") for line in err.splitlines()), err
 
 
 def test_sigterm_while_connecting_exits_130_with_one_line(

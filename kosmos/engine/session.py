@@ -115,7 +115,8 @@ class Session:
         self.run_id = run_id or uuid.uuid4().hex
         self.transcript = transcript
         self.messages: list[Message] = []
-        self.step = 0
+        self.step = 0  # the step the next message to the LLM is for ([Step N of M])
+        self.reached = 0  # the last step the run got to: what RunFinished.steps reports
         self.state: State = "idle"
         self.commands_run = 0
         self.result: RunFinished | None = None
@@ -247,6 +248,7 @@ class Session:
         format_errors = 0
         while True:
             self.state = "idle"
+            self.reached = self.step
             pending, self._pending = self._pending, None
             if pending is not None and pending.reply is not None:
                 reply = pending.reply  # resumed: act on the recorded reply first
@@ -456,7 +458,7 @@ class Session:
         self.state = "done"
         result = RunFinished(
             status=status,  # type: ignore[arg-type]
-            steps=self.step,
+            steps=self.reached,
             message=message,
             exit_code=exit_code,
             duration_s=time.monotonic() - self._started,
