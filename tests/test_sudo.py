@@ -24,6 +24,7 @@ from kosmos.events import CommandFinished, CommandStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator
+from kosmos.frontends.render import TextRenderer
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import CommandResult, OnOutput
 from tests.helpers import ScriptOperator, run_session
@@ -143,6 +144,14 @@ async def test_wrong_password_is_reported_and_asked_again(
     assert len(operator.secret_prompts) == 2
     assert "[sudo did not accept the password" in llm.requests[1].last_user_text
     assert llm.requests[2].last_user_text.startswith("Command output:\n0\n")
+    # Line mode says it once, with what happens next.
+    out, err = io.StringIO(), io.StringIO()
+    render = TextRenderer(Console(out=out, err=err, stdin=io.StringIO(), color=False))
+    for event in run.events:
+        render(event)
+    shown = out.getvalue() + err.getvalue()
+    assert shown.count("did not accept the password") == 1, shown
+    assert "the next sudo command asks for it again" in shown
     assert "not-the-password" not in _everything(run, llm, transcript)
 
 

@@ -420,8 +420,6 @@ class Session:
         self.commands_run += 1
         for_llm = self.redactor(self.output_for_llm(result))
         note = self.sudo.note(prepared, result.output.text())
-        if note == self.prompts["SKILL_SUDO_REJECTED"]:
-            self.emit(Notice(message="sudo did not accept the password; it will be asked again"))
         if note:
             for_llm = f"{for_llm}\n{note}"
         kept = result.output.text(marker=omitted_bytes)

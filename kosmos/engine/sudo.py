@@ -33,7 +33,11 @@ from kosmos.safety.shell import Compound, Function, Script, ShellSyntaxError, Si
 PROBE_TIMEOUT = 10.0
 # sudo's own words when -n meets a rule that wants a password.
 NEEDS_PASSWORD = re.compile(r"sudo: (?:a )?password is required", re.IGNORECASE)
-REJECTED_MARK = "kosmos: sudo did not accept the password"
+# The one line the operator sees when the password was wrong (the command did not run).
+REJECTED_MARK = (
+    "kosmos: sudo did not accept the password, so the command did not run; "
+    "the next sudo command asks for it again"
+)
 
 _NON_INTERACTIVE = 'sudo() { command sudo -n "$@"; }\n'
 # After validating, stdin is closed for good: nothing the command runs can read the password.
