@@ -223,6 +223,7 @@ def test_a_remote_skill_runs_and_is_listed(
     )
     assert shown.returncode == 0, shown.stderr
     assert "Print the host's name once" in shown.stdout
+    assert "[remote box]" in shown.stdout.splitlines()[1]  # marked as `list` marks it
     llm.script("[DONE] nothing to do")
     proc = run_cli(
         ["run", "remote-probe", "--host", "box", "--non-interactive", "--yes"],

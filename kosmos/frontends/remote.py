@@ -9,6 +9,7 @@ from kosmos.config import Settings
 from kosmos.errors import SkillNotFound
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.local import LocalRunner
+from kosmos.hosts.runner import Runner
 from kosmos.skills.discovery import (
     REMOTE_SKILLS_DIR,
     SOURCE_REMOTE,
@@ -43,8 +44,13 @@ async def _rows(host: str, settings: Settings) -> list[tuple[str, str, str]]:
         await runner.close()
     for problem in errors:
         print(f"warning: {runner.name}: {problem}", file=sys.stderr)
-    label = f"{SOURCE_REMOTE} {runner.name}" if not isinstance(runner, LocalRunner) else "remote"
+    label = _label(runner)
     return [(s.name, s.description, label) for s in skills]
+
+
+def _label(runner: Runner) -> str:
+    """How `skills list` and `skills show` mark a host's skill: `remote HOST`."""
+    return SOURCE_REMOTE if isinstance(runner, LocalRunner) else f"{SOURCE_REMOTE} {runner.name}"
 
 
 def remote_skill(host: str, name: str, settings: Settings) -> Skill:
@@ -67,4 +73,4 @@ async def _one(host: str, name: str, settings: Settings) -> Skill:
             f"unknown skill '{name}', here or in {REMOTE_SKILLS_DIR} on {runner.name}; "
             f"kosmos skills list --host {host} shows all"
         )
-    return skill
+    return skill.model_copy(update={"source": _label(runner)})
