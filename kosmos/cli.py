@@ -289,10 +289,20 @@ def build_parser() -> argparse.ArgumentParser:
     ss = skills_sub.add_parser("show", help="show one skill: description, parameters, body")
     ss.add_argument("name", metavar="NAME")
     for p in (skills, sl, ss):
-        p.add_argument(
-            "--host", default=None, metavar="TARGET", help="also list the skills on this host"
+        host_help = (
+            "also look for the skill on this host"
+            if p is ss
+            else "also list the skills on this host"
         )
-        p.add_argument("--skills-dir", action="append", default=[], type=Path, metavar="DIR")
+        p.add_argument("--host", default=None, metavar="TARGET", help=host_help)
+        p.add_argument(
+            "--skills-dir",
+            action="append",
+            default=[],
+            type=Path,
+            metavar="DIR",
+            help="look for skills here first (repeatable)",
+        )
         p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
 
     hosts = sub.add_parser(

@@ -348,6 +348,18 @@ def test_skills_list_and_show(cli_env: dict, project: Path) -> None:
     assert "name: probe" not in proc.stdout
 
 
+def test_skills_flags_have_help(cli_env: dict, project: Path) -> None:
+    for args, host_help in [
+        (["skills", "list"], "also list the skills on this host"),
+        (["skills", "show"], "also look for the skill on this host"),
+    ]:
+        proc = run_cli([*args, "--help"], env=cli_env, cwd=project)
+        assert proc.returncode == 0, proc.stderr
+        flat = " ".join(proc.stdout.split())
+        assert "--skills-dir DIR look for skills here first (repeatable)" in flat
+        assert f"--host TARGET {host_help}" in flat
+
+
 def test_python_dash_m_and_version(cli_env: dict, project: Path) -> None:
     proc = run_cli(["--version"], env=cli_env, cwd=project)
     assert proc.returncode == 0 and proc.stdout.startswith("kosmos ")

@@ -348,7 +348,7 @@ async def test_json_that_is_not_a_completion(llm: ScriptedLLM) -> None:
 async def test_connection_refused_says_how_to_start_a_server() -> None:
     run = await run_session("http://127.0.0.1:9/v1", settings={"llm_retries": 0})
     assert run.result.exit_code == 5
-    assert "connection refused" in run.result.message
+    assert "connection refused, 1 attempt)" in run.result.message
     assert "AI_KOSMOS_MODEL_BASE_URL" in run.result.message
 
 

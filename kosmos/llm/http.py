@@ -188,26 +188,27 @@ class LLMHttp:
         raise LLMError(self._give_up(url, last.reason))
 
     def _give_up(self, url: str, reason: str) -> str:
-        tries = self.retries + 1
+        n = self.retries + 1
+        tries = f"{n} attempt" if n == 1 else f"{n} attempts"
         if reason == "connection refused":
             return (
-                f"cannot reach the LLM at {self.base_url} (connection refused, {tries} attempts); "
+                f"cannot reach the LLM at {self.base_url} (connection refused, {tries}); "
                 + self.hints["refused"]
             )
         if reason.startswith("timed out"):
             return (
                 f"the LLM at {self.base_url} did not answer within {self.timeout:g} s "
-                f"({tries} attempts); check that the server is up and not overloaded, "
+                f"({tries}); check that the server is up and not overloaded, "
                 "or raise llm_timeout in kosmos.yaml"
             )
         if reason.startswith("cannot connect"):
             return (
                 f"cannot reach the LLM at {self.base_url} "
                 f"({reason.removeprefix('cannot connect: ')}, "
-                f"{tries} attempts); " + self.hints["connect"]
+                f"{tries}); " + self.hints["connect"]
             )
         return (
-            f"the LLM at {self.base_url} kept failing ({reason}, {tries} attempts); "
+            f"the LLM at {self.base_url} kept failing ({reason}, {tries}); "
             "try again later or check the server's logs"
         )
 
