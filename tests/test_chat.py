@@ -268,29 +268,67 @@ async def test_haiku_in_english(llm: ScriptedLLM, services: Any, log_path: Path)
 
 
 EXEC_ERRORS = [
-    # (tool, how to break it, log lines in order)
+    # (tool, how to break it, log lines in order, what the operator is told after the apology)
     (
         "rag_search",
         "down",
         ["check_health // Unexpected error: ", "answer_question // Health check failed"],
+        "rag_search: health check GET {url}/health failed: ConnectError: ",
     ),
-    ("rag_search", "unhealthy", ["answer_question // Health check failed"]),
-    ("rag_search", "broken", ["answer_question // Unexpected error: "]),
-    ("rag_search", "error", ["answer_question // Search error: index offline"]),
+    (
+        "rag_search",
+        "unhealthy",
+        ["answer_question // Health check failed"],
+        "rag_search: health check GET {url}/health answered status 'degraded', not 'ok'",
+    ),
+    (
+        "rag_search",
+        "broken",
+        ["answer_question // Unexpected error: "],
+        "rag_search: POST {url}/search failed: the answer is not JSON",
+    ),
+    (
+        "rag_search",
+        "error",
+        ["answer_question // Search error: index offline"],
+        "rag_search: POST {url}/search answered an error: index offline",
+    ),
     (
         "generate_haiku",
         "down",
         ["check_health // Unexpected error: ", "generate_haiku // Health check failed"],
+        "generate_haiku: health check GET {url}/health failed: ConnectError: ",
     ),
-    ("generate_haiku", "unhealthy", ["generate_haiku // Health check failed"]),
-    ("generate_haiku", "broken", ["generate_haiku // Unexpected error: "]),
-    ("generate_haiku", "error", ["generate_haiku // Generation error: index offline"]),
+    (
+        "generate_haiku",
+        "unhealthy",
+        ["generate_haiku // Health check failed"],
+        "generate_haiku: health check GET {url}/health answered status 'degraded', not 'ok'",
+    ),
+    (
+        "generate_haiku",
+        "broken",
+        ["generate_haiku // Unexpected error: "],
+        "generate_haiku: POST {url}/generate_haiku failed: the answer is not JSON",
+    ),
+    (
+        "generate_haiku",
+        "error",
+        ["generate_haiku // Generation error: index offline"],
+        "generate_haiku: POST {url}/generate_haiku answered an error: index offline",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("tool", "fault", "logs"), EXEC_ERRORS)
+@pytest.mark.parametrize(("tool", "fault", "logs", "reason"), EXEC_ERRORS)
 async def test_exec_error_branches(
-    llm: ScriptedLLM, services: Any, log_path: Path, tool: str, fault: str, logs: list[str]
+    llm: ScriptedLLM,
+    services: Any,
+    log_path: Path,
+    tool: str,
+    fault: str,
+    logs: list[str],
+    reason: str,
 ) -> None:
     service = "rag" if tool == "rag_search" else "haiku"
     endpoint = "search" if service == "rag" else "generate_haiku"
@@ -308,7 +346,10 @@ async def test_exec_error_branches(
     llm.script(relevant(), select(tool, **param))
     chat = await converse(settings_for(llm.base_url, chat_cfg), ["go"], log_path, lang="ru")
     failed = ru("rag_failed" if service == "rag" else "haiku_failed")
-    assert chat.out.said[-2] == ("error", failed)  # then the goodbye
+    assert chat.out.said[-3] == ("error", failed)  # the seed's text, then why, then the goodbye
+    kind, said = chat.out.said[-2]
+    url = next(t["base_url"] for t in chat_cfg["tools"] if t["name"] == tool).rstrip("/")
+    assert kind == "reason" and said.startswith(reason.format(url=url)), said
     assert chat.agent.history[-1].content == failed
     errors = [line for line in chat.log_lines if " ERROR " in line]
     assert len(errors) == len(logs)

@@ -96,6 +96,27 @@ def test_unreachable_llm_exits_5(cli_env: dict[str, str], tmp_path: Path) -> Non
     assert "--base-url" in result.stderr
 
 
+def test_a_service_down_keeps_the_seed_text_and_says_why_on_stderr(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    down = f"http://127.0.0.1:{closed_port()}/rag"
+    chat = example_chat("http://127.0.0.1:1", skills=False)
+    for tool in chat["tools"]:
+        tool["base_url"] = down
+    write_config(tmp_path, chat)
+    llm.script(relevant(), select("rag_search", question="What is kosmos?"))
+    result = run_cli(["chat", "--lang", "en"], env=cli_env, cwd=tmp_path, stdin="kosmos?\nq\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out[out.index("Running the tool..") + 1].startswith("A terrible error happened")
+    assert "ConnectError" not in result.stdout
+    reason = [line for line in result.stderr.splitlines() if "rag_search" in line]
+    assert len(reason) == 1, result.stderr
+    assert reason[0].startswith(
+        f"kosmos: rag_search: health check GET {down}/health failed: ConnectError: "
+    )
+
+
 def test_a_skill_runs_on_local_with_approval_and_transcript(
     llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
 ) -> None:

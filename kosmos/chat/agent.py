@@ -309,6 +309,8 @@ class ChatAgent:
             self._say(result.lines[0], kind)
             for line in result.lines[1:]:
                 self.out.say(line, kind)
+            if result.reason:
+                self.out.say(result.reason, "reason")  # what failed and where, for the operator
             return
         assert tool.skill is not None
         await self._run_skill(tool.skill, params)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,14 +34,22 @@ class HaikuAnswer(BaseModel):
 
 @dataclass
 class ToolResult:
-    """What a call printed: `lines` for stdout; the first line also goes to the history."""
+    """What a call printed: `lines` for stdout; the first line also goes to the history.
+
+    `reason`: when the call failed, one line for the operator with what failed and where.
+    """
 
     ok: bool
     lines: list[str] = field(default_factory=list)
+    reason: str | None = None
 
 
 class _Failed(Exception):
-    """The call failed; the log lines are already written."""
+    """The call failed; the log lines are already written, `reason` is for the operator."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _url(tool: HttpToolSettings, path: str) -> str:
@@ -57,23 +66,35 @@ def _describe(e: BaseException) -> str:
     return _one_line(f"{type(e).__name__}: {text}" if str(e) else text)
 
 
+def _failure(e: BaseException, timeout: float) -> str:
+    """What went wrong, for the operator: a timeout is named as one."""
+    if isinstance(e, TimeoutError | httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(e, json.JSONDecodeError):
+        return f"the answer is not JSON ({e})"
+    return _describe(e)
+
+
 async def _health(tool: HttpToolSettings, client: httpx.AsyncClient, log: ChatLog, fn: str) -> None:
     if tool.health_path is None:
         return
+    url = _url(tool, tool.health_path)
     try:
         async with asyncio.timeout(tool.timeout):
-            response = await client.get(_url(tool, tool.health_path), timeout=tool.timeout)
+            response = await client.get(url, timeout=tool.timeout)
         response.raise_for_status()
         data = response.json()
     except Exception as e:  # noqa: BLE001 - seed: any failure of the call is this branch
         log.error(f"check_health // Unexpected error: {_describe(e)}")
         log.error(f"{fn} // Health check failed")
-        raise _Failed from e
+        raise _Failed(
+            f"{tool.name}: health check GET {url} failed: {_failure(e, tool.timeout)}"
+        ) from e
     status = data.get("status") if isinstance(data, dict) else None
     if status != "ok":
         log.debug(f"check_health // status: {status!r}")
         log.error(f"{fn} // Health check failed")
-        raise _Failed
+        raise _Failed(f"{tool.name}: health check GET {url} answered status {status!r}, not 'ok'")
 
 
 async def _request(
@@ -84,9 +105,10 @@ async def _request(
     fn: str,
 ) -> dict[str, Any]:
     log.payload(f"{fn} // payload", body)
+    url = _url(tool, tool.path)
     try:
         async with asyncio.timeout(tool.timeout):
-            response = await client.post(_url(tool, tool.path), json=body, timeout=tool.timeout)
+            response = await client.post(url, json=body, timeout=tool.timeout)
         data = response.json() if response.content else None
         if response.status_code >= 400 and not (isinstance(data, dict) and "error" in data):
             response.raise_for_status()
@@ -94,11 +116,11 @@ async def _request(
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     except Exception as e:  # noqa: BLE001 - seed: any failure of the call is this branch
         log.error(f"{fn} // Unexpected error: {_describe(e)}")
-        raise _Failed from e
+        raise _Failed(f"{tool.name}: POST {url} failed: {_failure(e, tool.timeout)}") from e
     log.payload(f"{fn} // response", data)
     if data.get("error"):
         log.error(f"{fn} // {tool.texts.error_label}: {_one_line(data['error'])}")
-        raise _Failed
+        raise _Failed(f"{tool.name}: POST {url} answered an error: {_one_line(data['error'])}")
     return data
 
 
@@ -117,8 +139,8 @@ async def call_http_tool(
         await _health(tool, client, log, fn)
         data = await _request(tool, body, client, log, fn)
         return ToolResult(True, _show(tool, body, data, log, catalog, fn))
-    except _Failed:
-        return ToolResult(False, [catalog(tool.texts.failed, tool=tool.name)])
+    except _Failed as e:
+        return ToolResult(False, [catalog(tool.texts.failed, tool=tool.name)], reason=e.reason)
 
 
 def _show(
@@ -139,7 +161,9 @@ def _show(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()[:3]
         )
         log.error(f"{fn} // Unexpected error: the answer does not match ({problem})")
-        raise _Failed from e
+        raise _Failed(
+            f"{tool.name}: the answer from POST {_url(tool, tool.path)} does not match ({problem})"
+        ) from e
     return [catalog("field", name=k, value=_one_line(v)) for k, v in data.items()] or [
         catalog("no_params")
     ]
