@@ -117,6 +117,17 @@ def test_a_service_down_keeps_the_seed_text_and_says_why_on_stderr(
     )
 
 
+def test_a_non_openai_provider_is_refused_with_the_fix(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    result = run_cli(
+        ["chat", "--provider", "gemini", "--lang", "en"], env=cli_env, cwd=tmp_path, stdin="q\n"
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "not gemini's own; use --provider openai" in result.stderr
+
+
 def test_a_skill_runs_on_local_with_approval_and_transcript(
     llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
 ) -> None:

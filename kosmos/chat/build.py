@@ -25,12 +25,14 @@ from kosmos.safety.redact import Redactor
 from kosmos.skills.model import Skill
 
 
-def _http(base_url: str, settings: Settings) -> LLMHttp:
+def _http(base_url: str, settings: Settings, *, provider: str) -> LLMHttp:
+    """`provider` picks the hints its errors give (what to check for that API)."""
     return LLMHttp(
         base_url=base_url,
         timeout=settings.llm_timeout,
         retries=settings.llm_retries,
         key_hint=key_hint(settings),
+        provider=provider,
     )
 
 
@@ -76,11 +78,12 @@ async def open_chat(
     log = ChatLog(log_path, redactor=redactor, verbose=verbose)
     api = LLMApi(
         log,
-        chat_http=_http(settings.base_url, settings),
+        chat_http=_http(settings.base_url, settings, provider=settings.provider),
         default_model=chat.default_model or settings.model,
         default_embedding_model=chat.default_embedding_model,
         api_key=key,
-        embeddings_http=_http(chat.embeddings_base_url, settings)
+        # The embeddings endpoint is OpenAI-compatible whatever the chat's provider.
+        embeddings_http=_http(chat.embeddings_base_url, settings, provider="openai")
         if chat.embeddings_base_url
         else None,
     )
