@@ -102,6 +102,32 @@ def test_resume_after_kill_9_headless_does_not_rerun_the_lost_command(
     assert events[-1].type == "result" and events[-1].status == "done"
 
 
+def test_replay_of_a_resumed_run_does_not_run_the_lost_command(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    transcript = _killed_mid_command(llm, cli_env, project)
+    llm.script("[DONE] resumed")
+    args = ["--non-interactive", "--yes"]
+    proc = run_cli(["run", "--resume", str(transcript), *args], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    # Were the lost command run now, it would finish at once and leave its pid file.
+    (project / "flag").write_text("")
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli(
+        ["run", "probe", "--replay", str(transcript), *args, "--json"], env=offline, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "differs" not in proc.stderr
+    assert not (project / "slow.pid").exists()
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [x["command"] for x in lines if x["type"] == "command_started"] == ["echo step-one"]
+    decisions = [
+        (x["step"], x["decision"], x["by"]) for x in lines if x["type"] == "command_decision"
+    ]
+    assert decisions == [(1, "run", "policy"), (2, "refused", "replay")]
+    assert lines[-1]["message"] == "resumed"
+
+
 def test_resume_in_line_mode_asks_before_rerunning_even_with_yes(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
@@ -115,6 +141,32 @@ def test_resume_in_line_mode_asks_before_rerunning_even_with_yes(
     assert "Run? [y/N/e/a]" in proc.stderr
     assert llm.requests[-1].last_user_text.startswith("Command output:\nslow-done")
     assert (project / "slow.pid").exists()  # it ran again, after the operator said so
+
+
+def test_replay_of_a_resumed_run_reruns_the_lost_command_only_as_the_operator_did(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    transcript = _killed_mid_command(llm, cli_env, project)
+    (project / "flag").write_text("")
+    llm.script("[DONE] resumed")
+    proc = run_cli(
+        ["run", "--resume", str(transcript), "--yes"], env=cli_env, cwd=project, stdin="y\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    (project / "slow.pid").unlink()
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli(
+        ["run", "probe", "--replay", str(transcript), "--non-interactive", "--json"],
+        env=offline,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "slow.pid").exists()  # the operator ran it again when resuming
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    decisions = [
+        (x["step"], x["decision"], x["by"]) for x in lines if x["type"] == "command_decision"
+    ]
+    assert decisions == [(1, "run", "replay"), (2, "run", "replay")]
 
 
 def test_resume_after_llm_outage_sends_the_same_conversation(

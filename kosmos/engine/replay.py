@@ -5,6 +5,11 @@ new host with no LLM at all. Before serving each recorded reply, `ReplayProvider
 what the run would send the LLM (the new command output, answer or notice) with what the
 recording sent at the same point; a difference stops the run (exit 1), or with `tolerant`
 is only reported.
+
+A recording of a resumed run holds steps whose command started and whose result was lost
+(kosmos killed mid-command); the resumed run then refused it (headless) or asked the
+operator. `ReplayGate` replays that decision: such a command runs again only if the resumed
+run ran it.
 """
 
 from __future__ import annotations
@@ -12,11 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kosmos.engine.approval import ApprovalGate, Decision
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
 from kosmos.errors import KosmosError, RunFailed, UsageError
 from kosmos.events import (
     Answer,
     CommandDecision,
+    CommandFinished,
+    CommandStarted,
     Event,
     LLMReply,
     LLMRequest,
@@ -24,6 +32,7 @@ from kosmos.events import (
     RunStarted,
 )
 from kosmos.llm.provider import Capabilities, Reply, ResponseFormat, ToolSpec
+from kosmos.safety import assess
 
 
 class ReplayMismatch(RunFailed):
@@ -39,6 +48,9 @@ class Recording:
     exchanges: list[tuple[LLMRequest, LLMReply]] = field(default_factory=list)
     decisions: dict[int, CommandDecision] = field(default_factory=dict)
     answers: dict[int, Answer] = field(default_factory=dict)
+    # Steps whose command started and whose result was never recorded; `decisions` holds
+    # what the resumed run decided about them (the last decision of a step wins).
+    interrupted: set[int] = field(default_factory=set)
 
     @classmethod
     def from_events(cls, events: Sequence[Event], source: str) -> Recording:
@@ -47,8 +59,16 @@ class Recording:
             raise UsageError(f"{source}: no run_started event; is it a kosmos transcript?")
         rec = cls(source, starts[0])
         request: LLMRequest | None = None
+        running: set[int] = set()  # started in this segment, not finished yet
         for e in events:
-            if isinstance(e, LLMRequest):
+            if isinstance(e, RunStarted):
+                rec.interrupted |= running
+                running = set()
+            elif isinstance(e, CommandStarted):
+                running.add(e.step)
+            elif isinstance(e, CommandFinished):
+                running.discard(e.step)
+            elif isinstance(e, LLMRequest):
                 request = e
             elif isinstance(e, LLMReply) and request is not None:
                 rec.exchanges.append((request, e))
@@ -190,6 +210,43 @@ class ReplayOperator:
 
     async def ask_secret(self, prompt: str) -> str | None:
         return await self.inner.ask_secret(prompt)
+
+
+class ReplayGate(ApprovalGate):
+    """The approval gate of a replay: a command the recording lost to an interruption gets
+    the decision the resumed run took, whatever the policy.
+
+    A refusal is repeated with the recorded text; a run, skip or edit is taken from the
+    operator (`ReplayOperator` answers as recorded). A dangerous one is judged as ever.
+    """
+
+    def __init__(self, recording: Recording, gate: ApprovalGate) -> None:
+        super().__init__(
+            gate.operator,
+            gate.prompts,
+            host=gate.host,
+            policy=gate.policy,
+            non_interactive=gate.non_interactive,
+            allow_dangerous=gate.allow_dangerous,
+        )
+        self.recording = recording
+
+    async def decide(
+        self, step: int, command: str, *, inferred: bool = False, rerun: bool = False
+    ) -> Decision:
+        recorded = self.recording.decisions.get(step)
+        if (
+            step not in self.recording.interrupted
+            or recorded is None
+            or recorded.proposed != command
+        ):
+            return await super().decide(step, command, inferred=inferred, rerun=rerun)
+        verdict = assess(command)
+        if recorded.decision == "refused":
+            return Decision("refused", command, "replay", verdict.verdict, recorded.reason)
+        if verdict.verdict == "dangerous":
+            return await super().decide(step, command, inferred=inferred, rerun=True)
+        return await self._ask(step, command, verdict.verdict, verdict.reason, inferred)
 
 
 @dataclass(frozen=True)

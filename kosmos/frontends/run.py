@@ -16,7 +16,7 @@ from kosmos.config import Settings, user_config_dir
 from kosmos.engine.approval import Policy
 from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
-from kosmos.engine.replay import Recording, ReplayOperator, ReplayProvider
+from kosmos.engine.replay import Recording, ReplayGate, ReplayOperator, ReplayProvider
 from kosmos.engine.resume import Resumed, resume_state
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, Aborted, KosmosError, SkillNotFound, UsageError
@@ -409,6 +409,7 @@ class RunFrontend:
         )
         if isinstance(provider, ReplayProvider):
             session.replay_of = provider.recording.source
+            session.gate = ReplayGate(provider.recording, session.gate)
             provider.warn = self._replay_warner(session)
         self.session = session
         if policy_from.startswith("config") and req.yes:
