@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 import pytest
@@ -130,3 +131,23 @@ async def ssh_server(
         yield server
     finally:
         await server.stop()
+
+
+# -- kosmos chat: the example services and the chat's log -------------------------------------
+
+
+@pytest.fixture
+def services() -> Iterator[Any]:
+    """examples/chat/services.py on a loopback port: both of seed 002's HTTP services."""
+    from tests.chatkit import load_services_module
+
+    server = load_services_module().ExampleServices().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def log_path(tmp_path: Path) -> Path:
+    return tmp_path / "chat.log"

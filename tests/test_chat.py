@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +28,6 @@ def ru(key: str, **values: Any) -> str:
 
 def en(key: str, **values: Any) -> str:
     return TEXTS[key][0].format(**values)
-
-
-@pytest.fixture
-def services() -> Iterator[Any]:
-    server = SERVICES.ExampleServices().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def log_path(tmp_path: Path) -> Path:
-    return tmp_path / "chat.log"
 
 
 def cfg(llm: ScriptedLLM, services: Any, **chat: Any):  # noqa: ANN201 - Settings

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.chatkit import closed_port, example_chat, load_services_module, relevant, select
@@ -27,15 +25,6 @@ params:
 ## What I do
 Check the unit.
 """
-
-
-@pytest.fixture
-def services() -> Iterator[Any]:
-    server = SERVICES.ExampleServices().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def write_config(cwd: Path, chat: dict[str, Any]) -> None:

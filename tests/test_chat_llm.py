@@ -4,7 +4,6 @@ payloads with secrets masked, post_chat_completions / post_embeddings, pre-ranki
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +26,6 @@ from tests.helpers import make_skill
 from tests.llmserver import Raw, ScriptedLLM, Status
 
 SERVICES = load_services_module()
-
-
-@pytest.fixture
-def services() -> Iterator[Any]:
-    server = SERVICES.ExampleServices().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def log_path(tmp_path: Path) -> Path:
-    return tmp_path / "chat.log"
 
 
 def cfg(llm: ScriptedLLM, services: Any, **chat: Any):  # noqa: ANN201 - Settings

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import asyncssh
-import pytest
 import yaml
 
 from kosmos.chat.host_skills import host_skills, with_host_skills
@@ -42,15 +40,6 @@ Back it up.
 """
 
 REMOTE_SKILLS = ".config/kosmos-panel/skills"
-
-
-@pytest.fixture
-def services() -> Iterator[Any]:
-    server = SERVICES.ExampleServices().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def put(root: Path, folder: str, text: str) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import asyncssh
-import pytest
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import OptionList
@@ -49,15 +48,6 @@ Check the unit.
 
 def en(key: str, **values: Any) -> str:
     return TEXTS[key][0].format(**values)
-
-
-@pytest.fixture
-def services() -> Iterator[Any]:
-    server = SERVICES.ExampleServices().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def write_skill(root: Path, text: str = PROBE, folder: str = "probe") -> None:
