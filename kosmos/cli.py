@@ -35,6 +35,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _skills_dir_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="look for skills here first (repeatable)",
+    )
+
+
 def _llm_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("LLM")
     g.add_argument(
@@ -160,14 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--transcript", type=Path, metavar="PATH", help="where to append the JSONL transcript"
     )
-    run.add_argument(
-        "--skills-dir",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="DIR",
-        help="look for skills here first (repeatable)",
-    )
+    _skills_dir_flag(run)
     rec = run.add_argument_group("recovery")
     rec.add_argument(
         "--resume",
@@ -235,14 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument(
         "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
     )
-    tui.add_argument(
-        "--skills-dir",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="DIR",
-        help="look for skills here first (repeatable)",
-    )
+    _skills_dir_flag(tui)
     _llm_flags(tui)
 
     chat = sub.add_parser(
@@ -271,14 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also log every request and response body (secrets masked)",
     )
-    chat.add_argument(
-        "--skills-dir",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="DIR",
-        help="look for skills here first (repeatable)",
-    )
+    _skills_dir_flag(chat)
     _llm_flags(chat)
 
     skills = sub.add_parser(
@@ -295,14 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
             else "also list the skills on this host"
         )
         p.add_argument("--host", default=None, metavar="TARGET", help=host_help)
-        p.add_argument(
-            "--skills-dir",
-            action="append",
-            default=[],
-            type=Path,
-            metavar="DIR",
-            help="look for skills here first (repeatable)",
-        )
+        _skills_dir_flag(p)
         p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
 
     hosts = sub.add_parser(
