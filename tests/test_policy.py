@@ -56,7 +56,6 @@ READ_ONLY = [
     "(cd /var/log && ls -t | head)",
     "{ date; uptime; } 2>/dev/null",
     "function show { ls -la; }; show",
-    "trap 'echo done' EXIT; ls",
     "x=1; echo $x",
     "cd /tmp && pwd",
     # wrappers looked through
@@ -88,7 +87,6 @@ READ_ONLY = [
     "date -d yesterday",
     "hostname",
     "hostname -I",
-    "top -bn1",
     "ip addr show",
     "ip a s",
     "ip -br link",
@@ -153,6 +151,8 @@ READ_ONLY = [
 ]
 
 WRITE = [
+    # builtins that change how later commands run
+    "trap 'echo done' EXIT; ls",
     # redirections
     "ls > out.txt",
     "echo hi >> /var/log/app.log",
@@ -406,7 +406,7 @@ DANGEROUS = [
     + [(c, "dangerous") for c in DANGEROUS],
 )
 def test_verdict(command: str, verdict: str) -> None:
-    result = assess(command)
+    result = assess(command, "bash")
     assert result.verdict == verdict, result.reason
 
 
@@ -431,31 +431,31 @@ def test_the_table_is_large() -> None:
     ],
 )
 def test_reason_names_the_cause(command: str, reason: str) -> None:
-    assert assess(command).reason == reason
+    assert assess(command, "bash").reason == reason
 
 
 @pytest.mark.parametrize("command", ["ls -la", "sudo ls", "rm -rf /", "cat 'x", "echo $(ls"])
 def test_reason_is_one_short_line(command: str) -> None:
-    reason = assess(command).reason
+    reason = assess(command, "bash").reason
     assert reason
     assert "\n" not in reason
     assert len(reason) <= 120
 
 
 def test_unparseable_text_says_why() -> None:
-    result = assess("cat 'unterminated")
+    result = assess("cat 'unterminated", "bash")
     assert result.verdict == "write"
     assert result.reason == "cannot parse the command: unterminated single quote"
 
 
 def test_unparseable_text_is_still_searched_for_dangers() -> None:
-    assert assess("rm -rf / 'unterminated").verdict == "dangerous"
-    assert assess(":(){ :|:& };: 'x").verdict == "dangerous"
+    assert assess("rm -rf / 'unterminated", "bash").verdict == "dangerous"
+    assert assess(":(){ :|:& };: 'x", "bash").verdict == "dangerous"
 
 
 def test_sudo_is_never_read_only() -> None:
-    assert assess("sudo cat /etc/shadow").verdict == "write"
-    assert "sudo" in assess("sudo cat /etc/shadow").reason
+    assert assess("sudo cat /etc/shadow", "bash").verdict == "write"
+    assert "sudo" in assess("sudo cat /etc/shadow", "bash").reason
 
 
 @pytest.mark.parametrize(
@@ -468,7 +468,7 @@ def test_sudo_is_never_read_only() -> None:
     ],
 )
 def test_deep_nesting_is_refused_not_a_crash(deep: str) -> None:
-    assert assess(deep).verdict == "write"
+    assert assess(deep, "bash").verdict == "write"
 
 
 def test_deep_nesting_still_finds_a_wipe() -> None:

@@ -3,7 +3,17 @@
 Both are pure: no I/O and no imports from the engine or the front ends.
 """
 
-from kosmos.safety.policy import Assessment, Verdict, assess
+from kosmos.safety.assess import assess, read_only_programs
 from kosmos.safety.redact import MASK, Redactor
+from kosmos.safety.shell import Dialect
+from kosmos.safety.verdict import Assessment, Verdict
 
-__all__ = ["MASK", "Assessment", "Redactor", "Verdict", "assess"]
+__all__ = [
+    "MASK",
+    "Assessment",
+    "Dialect",
+    "Redactor",
+    "Verdict",
+    "assess",
+    "read_only_programs",
+]

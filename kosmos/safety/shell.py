@@ -6,16 +6,40 @@ operators, redirections, here-documents, subshells, groups, function definitions
 compound commands (if, while, until, for, case, `[[ ]]`) into a tree of `Script`s.
 Text it cannot follow (an unterminated quote, a here-document without its end line,
 a stray `fi`) raises `ShellSyntaxError`; callers treat such text as unsafe.
+
+Two dialects: `bash` reads what bash reads (`$'...'`, `<<<`, `&>`, `|&`, `<(...)`, `[[ ]]`,
+`(( ))`, `function`, brace expansion); `sh` reads what a POSIX shell such as dash reads, where
+those are plain characters or other operators, and records each such spot in
+`Script.bashisms`: there the two shells disagree about what the text means.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from kosmos.safety.lexer import (
+    _ASSIGNMENT,
+    _NAME,
+    _RESERVED_UNEXPECTED,
+    REDIRECT_OPS,
+    Lexer,
+    _Token,
+)
+from kosmos.safety.syntax import (
+    Command,
+    Compound,
+    Dialect,
+    Function,
+    Pipeline,
+    Redirect,
+    Script,
+    ShellSyntaxError,
+    Simple,
+    Word,
+)
 
 __all__ = [
     "Command",
     "Compound",
+    "Dialect",
     "Function",
     "Pipeline",
     "Redirect",
@@ -26,437 +50,19 @@ __all__ = [
     "parse",
 ]
 
-# Deeper nesting (of substitutions, subshells, groups, if/while/for...) than this is not a
-# command a person proposes; refusing it keeps the recursive parser, and the walks over its
-# tree, far from Python's recursion limit.
-MAX_DEPTH = 40
 
-_META = frozenset(" \t\n;&|()<>")
-# Longest first, so `<<-` wins over `<<` and `&&` over `&`.
-_OPERATORS = (
-    "&>>",
-    "<<<",
-    "<<-",
-    ";;&",
-    "&&",
-    "||",
-    "|&",
-    ";;",
-    ";&",
-    "<<",
-    ">>",
-    "<>",
-    "<&",
-    ">&",
-    ">|",
-    "&>",
-    "|",
-    "&",
-    ";",
-    "(",
-    ")",
-    "<",
-    ">",
-)
-REDIRECT_OPS = frozenset({"<", ">", ">>", ">|", "<>", "<<", "<<-", "<<<", "<&", ">&", "&>", "&>>"})
-_RESERVED_UNEXPECTED = frozenset({"then", "elif", "else", "fi", "do", "done", "esac", "}", "]]"})
-
-_IO_NUMBER = re.compile(r"\d+(?=[<>])")
-_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class ShellSyntaxError(ValueError):
-    """The text is not a command line this parser can follow."""
-
-
-@dataclass
-class Word:
-    """One shell word. `text` is its value after quote removal, with expansions as written."""
-
-    text: str = ""
-    raw: str = ""
-    literal: bool = True  # no parameter, command or arithmetic expansion
-    quoted: bool = False
-    glob: bool = False  # an unquoted * ? or [
-    tilde: bool = False  # starts with an unquoted ~
-    brace: bool = False  # an unquoted {...} that may expand to several words
-    subs: list[Script] = field(default_factory=list)  # $(...), `...`, <(...), >(...)
-
-
-@dataclass
-class Redirect:
-    op: str
-    target: Word
-    fd: int | None = None
-    heredoc: str | None = None  # the body of << and <<-
-    subs: list[Script] = field(default_factory=list)  # substitutions in an unquoted body
-
-
-@dataclass
-class Simple:
-    assigns: list[Word]
-    words: list[Word]
-    redirects: list[Redirect]
-
-
-@dataclass
-class Compound:
-    """subshell, group, if, while, until, for, case or test (`[[ ]]`)."""
-
-    kind: str
-    bodies: list[Script]
-    words: list[Word]
-    redirects: list[Redirect]
-
-
-@dataclass
-class Function:
-    name: str
-    body: Command
-
-
-Command = Simple | Compound | Function
-
-
-@dataclass
-class Pipeline:
-    commands: list[Command]
-    background: bool = False
-    negated: bool = False
-
-
-@dataclass
-class Script:
-    pipelines: list[Pipeline]
-
-
-@dataclass
-class _Token:
-    kind: str  # "word", "op", "newline", "eof"
-    value: str = ""
-    word: Word | None = None
-    fd: int | None = None
-
-    def describe(self) -> str:
-        if self.kind == "word" and self.word is not None:
-            return f"'{self.word.raw}'"
-        return {"newline": "end of line", "eof": "end of text"}.get(self.kind, f"'{self.value}'")
-
-
-def parse(text: str) -> Script:
+def parse(text: str, dialect: Dialect = "bash") -> Script:
     """Parse a whole command line; raise ShellSyntaxError where it cannot be followed."""
-    return _Parser(text).parse_all()
+    if "\0" in text:
+        raise ShellSyntaxError("a NUL byte in the command")
+    parser = _Parser(text, dialect=dialect)
+    script = parser.parse_all()
+    script.bashisms = parser.bashisms
+    return script
 
 
-class _Parser:
-    def __init__(self, src: str, depth: int = 0) -> None:
-        if depth > MAX_DEPTH:
-            raise ShellSyntaxError("substitutions nested too deeply")
-        self.src = src
-        self.pos = 0
-        self.depth = depth
-        self.nesting = 0  # compound commands and expansions open right now
-        self._peeked: _Token | None = None
-        self._heredocs: list[tuple[Redirect, str, bool, bool]] = []
-
-    # -- tokens ------------------------------------------------------------------------------
-
-    def peek(self) -> _Token:
-        if self._peeked is None:
-            self._peeked = self._lex()
-        return self._peeked
-
-    def take(self) -> _Token:
-        tok = self.peek()
-        self._peeked = None
-        return tok
-
-    def _lex(self) -> _Token:
-        src, n = self.src, len(self.src)
-        while True:
-            while self.pos < n and src[self.pos] in " \t":
-                self.pos += 1
-            if src.startswith("\\\n", self.pos):
-                self.pos += 2
-                continue
-            if self.pos < n and src[self.pos] == "#":
-                end = src.find("\n", self.pos)
-                self.pos = n if end == -1 else end
-                continue
-            break
-        if self.pos >= n:
-            if self._heredocs:
-                raise ShellSyntaxError(f"here-document without its body (<<{self._heredocs[0][1]})")
-            return _Token("eof")
-        c = src[self.pos]
-        if c == "\n":
-            self.pos += 1
-            self._read_heredocs()
-            return _Token("newline")
-        fd = None
-        m = _IO_NUMBER.match(src, self.pos)
-        if m:
-            fd = int(m.group())
-            self.pos = m.end()
-        elif src.startswith(("<(", ">("), self.pos):
-            start = self.pos
-            self.pos += 2
-            sub = self._substitution()
-            word = Word(src[start : self.pos], src[start : self.pos], literal=False, subs=[sub])
-            return _Token("word", word=word)
-        for op in _OPERATORS:
-            if src.startswith(op, self.pos):
-                self.pos += len(op)
-                return _Token("op", op, fd=fd)
-        return _Token("word", word=self._read_word())
-
-    def _read_heredocs(self) -> None:
-        src = self.src
-        for redirect, delim, strip_tabs, quoted in self._heredocs:
-            lines: list[str] = []
-            while True:
-                if self.pos >= len(src):
-                    raise ShellSyntaxError(f"here-document not ended by '{delim}'")
-                end = src.find("\n", self.pos)
-                line = src[self.pos :] if end == -1 else src[self.pos : end]
-                self.pos = len(src) if end == -1 else end + 1
-                if strip_tabs:
-                    line = line.lstrip("\t")
-                if line == delim:
-                    break
-                lines.append(line)
-            redirect.heredoc = "\n".join(lines)
-            if not quoted:
-                # An unquoted delimiter leaves $(...) and backticks in the body live.
-                body = _Parser(redirect.heredoc, self.depth + 1)
-                word = Word()
-                body._read_double(word, [], end=None)
-                redirect.subs = word.subs
-        self._heredocs.clear()
-
-    # -- words -------------------------------------------------------------------------------
-
-    def _read_word(self) -> Word:
-        src, n = self.src, len(self.src)
-        start = self.pos
-        word = Word()
-        buf: list[str] = []
-        while self.pos < n:
-            c = src[self.pos]
-            if c in _META:
-                break
-            if c == "\\":
-                if self.pos + 1 >= n:
-                    buf.append("\\")
-                    self.pos += 1
-                elif src[self.pos + 1] == "\n":
-                    self.pos += 2
-                else:
-                    buf.append(src[self.pos + 1])
-                    word.quoted = True
-                    self.pos += 2
-            elif c == "'":
-                end = src.find("'", self.pos + 1)
-                if end == -1:
-                    raise ShellSyntaxError("unterminated single quote")
-                buf.append(src[self.pos + 1 : end])
-                word.quoted = True
-                self.pos = end + 1
-            elif c == '"':
-                self.pos += 1
-                self._read_double(word, buf, end='"')
-                word.quoted = True
-            elif c == "$":
-                self._read_dollar(word, buf, in_double=False)
-            elif c == "`":
-                self._read_backtick(word, buf, in_double=False)
-            else:
-                if c in "*?[":
-                    word.glob = True
-                elif c == "~" and self.pos == start:
-                    word.tilde = True
-                elif c == "{":
-                    word.brace = True  # settled below, once the whole word is read
-                buf.append(c)
-                self.pos += 1
-        word.text = "".join(buf)
-        word.raw = src[start : self.pos]
-        if word.brace:
-            tail = word.text[word.text.find("{") :]
-            word.brace = "}" in tail and ("," in tail or ".." in tail)
-        return word
-
-    def _read_double(self, word: Word, buf: list[str], end: str | None) -> None:
-        """Read up to the closing quote `end` (None: to the end of the text, for heredocs)."""
-        src, n = self.src, len(self.src)
-        escapable = '$`"\\\n' if end else "$`\\\n"
-        while True:
-            if self.pos >= n:
-                if end is None:
-                    return
-                raise ShellSyntaxError("unterminated double quote")
-            c = src[self.pos]
-            if c == end:
-                self.pos += 1
-                return
-            if c == "\\" and self.pos + 1 < n and src[self.pos + 1] in escapable:
-                if src[self.pos + 1] != "\n":
-                    buf.append(src[self.pos + 1])
-                self.pos += 2
-            elif c == "$":
-                self._read_dollar(word, buf, in_double=True)
-            elif c == "`":
-                self._read_backtick(word, buf, in_double=True)
-            else:
-                buf.append(c)
-                self.pos += 1
-
-    def _enter(self) -> None:
-        self.nesting += 1
-        if self.depth + self.nesting > MAX_DEPTH:
-            raise ShellSyntaxError("commands or expansions nested too deeply")
-
-    def _read_dollar(self, word: Word, buf: list[str], in_double: bool) -> None:
-        self._enter()
-        try:
-            self._read_dollar_inner(word, buf, in_double)
-        finally:
-            self.nesting -= 1
-
-    def _read_dollar_inner(self, word: Word, buf: list[str], in_double: bool) -> None:
-        src, start = self.src, self.pos
-        nxt = src[start + 1 : start + 2]
-        if src.startswith("$((", start):
-            self.pos += 3
-            self._read_arithmetic(word)
-        elif nxt == "(":
-            self.pos += 2
-            word.subs.append(self._substitution())
-        elif nxt == "{":
-            self.pos += 2
-            self._read_braced(word)
-        elif nxt == "'" and not in_double:
-            # $'...' (bash): kept as written and marked non-literal, since \x escapes can
-            # spell any name.
-            self.pos += 2
-            while True:
-                if self.pos >= len(src):
-                    raise ShellSyntaxError("unterminated $'...' quote")
-                if src[self.pos] == "\\":
-                    self.pos += 2
-                    continue
-                self.pos += 1
-                if src[self.pos - 1] == "'":
-                    break
-            word.quoted = True
-        elif nxt == '"' and not in_double:
-            self.pos += 2
-            self._read_double(word, buf, end='"')
-            word.quoted = True
-            return
-        else:
-            m = _PARAM.match(src, start + 1)
-            if not m:
-                buf.append("$")
-                self.pos += 1
-                return
-            self.pos = m.end()
-        word.literal = False
-        buf.append(src[start : self.pos])
-
-    def _read_arithmetic(self, word: Word) -> None:
-        src, depth = self.src, 0
-        while self.pos < len(src):
-            c = src[self.pos]
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                if depth == 0:
-                    if src.startswith("))", self.pos):
-                        self.pos += 2
-                        return
-                    raise ShellSyntaxError("cannot read $(( ... ))")
-                depth -= 1
-            elif c == "$":
-                self._read_dollar(word, [], in_double=True)
-                continue
-            elif c == "`":
-                self._read_backtick(word, [], in_double=True)
-                continue
-            self.pos += 1
-        raise ShellSyntaxError("unterminated $((")
-
-    def _read_braced(self, word: Word) -> None:
-        src, depth = self.src, 1
-        while self.pos < len(src):
-            c = src[self.pos]
-            if c == "\\":
-                self.pos += 2
-                continue
-            if c == "'":
-                end = src.find("'", self.pos + 1)
-                if end == -1:
-                    raise ShellSyntaxError("unterminated single quote")
-                self.pos = end + 1
-                continue
-            if c == '"':
-                self.pos += 1
-                self._read_double(word, [], end='"')
-                continue
-            if c == "$":
-                self._read_dollar(word, [], in_double=True)
-                continue
-            if c == "`":
-                self._read_backtick(word, [], in_double=True)
-                continue
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    self.pos += 1
-                    return
-            self.pos += 1
-        raise ShellSyntaxError("unterminated ${")
-
-    def _read_backtick(self, word: Word, buf: list[str], in_double: bool) -> None:
-        src, start = self.src, self.pos
-        special = '`$\\"' if in_double else "`$\\"
-        inner: list[str] = []
-        self.pos += 1
-        while True:
-            if self.pos >= len(src):
-                raise ShellSyntaxError("unterminated backtick")
-            c = src[self.pos]
-            if c == "`":
-                self.pos += 1
-                break
-            if c == "\\" and self.pos + 1 < len(src) and src[self.pos + 1] in special:
-                inner.append(src[self.pos + 1])
-                self.pos += 2
-                continue
-            inner.append(c)
-            self.pos += 1
-        word.subs.append(_Parser("".join(inner), self.depth + self.nesting + 1).parse_all())
-        word.literal = False
-        buf.append(src[start : self.pos])
-
-    def _substitution(self) -> Script:
-        """The commands of $( ... ), <( ... ) or >( ... ); self.pos is just past the `(`."""
-        child = _Parser(self.src, self.depth + self.nesting + 1)
-        child.pos = self.pos
-        script = child._parse_list(frozenset({")"}))
-        tok = child.take()
-        if tok.kind != "op" or tok.value != ")":
-            raise ShellSyntaxError("unterminated $( or <(")
-        if child._heredocs:
-            raise ShellSyntaxError("here-document inside a substitution without its body")
-        self.pos = child.pos
-        return script
-
-    # -- grammar -----------------------------------------------------------------------------
+class _Parser(Lexer):
+    """The grammar: lists, pipelines, simple and compound commands, functions."""
 
     def parse_all(self) -> Script:
         script = self._parse_list(frozenset())
@@ -494,6 +100,7 @@ class _Parser:
     def _parse_list(self, terms: frozenset[str]) -> Script:
         pipelines: list[Pipeline] = []
         need_more = False
+        after = ""
         while True:
             tok = self.peek()
             if tok.kind == "newline":
@@ -504,8 +111,10 @@ class _Parser:
                     raise ShellSyntaxError(f"a command is missing before {tok.describe()}")
                 return Script(pipelines)
             pipeline = self._parse_pipeline()
+            pipeline.after = after
             pipelines.append(pipeline)
             need_more = False
+            after = ""
             tok = self.peek()
             if tok.kind == "op" and tok.value in (";", "&"):
                 self.take()
@@ -513,6 +122,7 @@ class _Parser:
             elif tok.kind == "op" and tok.value in ("&&", "||"):
                 self.take()
                 need_more = True
+                after = tok.value
             elif tok.kind == "newline":
                 self.take()
             elif tok.kind != "eof" and not self._is_terminator(tok, terms):
@@ -540,6 +150,13 @@ class _Parser:
     def _parse_command_inner(self) -> Command:
         tok = self.peek()
         if tok.kind == "op" and tok.value == "(":
+            if self.src.startswith("(", self.pos):
+                if self.bash:
+                    arith = self._try_arith_command()
+                    if arith is not None:
+                        return arith
+                else:
+                    self._bashism("((...))")
             self.take()
             body = self._parse_list(frozenset({")"}))
             self._expect_op(")")
@@ -564,6 +181,9 @@ class _Parser:
                 return self._parse_for()
             if self._is_word(tok, "case"):
                 return self._parse_case()
+            if self._is_word(tok, "[[", "function") and not self.bash:
+                self._bashism(tok.word.raw if tok.word else "[[")
+                return self._parse_simple()
             if self._is_word(tok, "[["):
                 return self._parse_test()
             if self._is_word(tok, "function"):
@@ -703,6 +323,22 @@ class _Parser:
             elif not self._is_word(tok, "esac"):
                 raise ShellSyntaxError(f"expected ';;' or 'esac', found {tok.describe()}")
         return Compound("case", bodies, words, self._redirects())
+
+    def _try_arith_command(self) -> Compound | None:
+        """bash's `(( expr ))`, just past its first `(`; None where it does not close with `))`
+        (bash then reads nested subshells)."""
+        start = self.pos + 1
+        self.pos = start
+        word = Word(literal=False)
+        try:
+            self._read_arithmetic(word)
+        except ShellSyntaxError:
+            self.pos = start - 1
+            return None
+        self._peeked = None
+        word.text = word.raw = self.src[start : self.pos - 2]
+        word.arith.append((word.text, list(word.subs)))
+        return Compound("arith", [], [word], self._redirects())
 
     def _parse_test(self) -> Compound:
         self.take()

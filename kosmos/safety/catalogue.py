@@ -1,0 +1,276 @@
+"""The policy's tables, as data: read-only programs and the options that make them write,
+the variables that change what runs, system paths, and the patterns of dangerous text.
+
+The code that applies them lives beside: `walk` (the command tree), `rules`, `network`,
+`system` and `git` (one program's options), `wrappers` (programs that run programs) and
+`danger` (what can wreck a host).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kosmos.safety.options import name_set, split_words
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+HOME = "/home/~"  # stands for the user's home: `~/..` then lands on /home, as it would
+
+
+CRITICAL_DIRS = frozenset(
+    {
+        "/",
+        HOME,
+        *(
+            f"/{d}"
+            for d in split_words(
+                "bin boot dev etc home lib lib32 lib64 libx32 opt root sbin srv usr var "
+                "usr/bin usr/sbin usr/lib usr/lib64 var/lib"
+            )
+        ),
+    }
+)
+
+
+CRITICAL_FILES = frozenset(
+    f"/etc/{f}" for f in ("passwd", "shadow", "group", "gshadow", "sudoers", "fstab")
+)
+
+
+BLOCK_PREFIXES = tuple(
+    f"/dev/{p}"
+    for p in ("sd", "vd", "xvd", "hd", "nvme", "mmcblk", "md", "dm-", "mapper/", "disk/")
+)
+
+
+SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
+
+
+BIN_DIRS = frozenset(
+    {"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
+)
+
+
+# -- programs ------------------------------------------------------------------------------------
+
+
+DOWNLOADERS = frozenset({"curl", "wget", "fetch"})
+
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"})
+
+
+SCRIPTING = frozenset({"perl", "ruby", "node", "nodejs", "php", "lua"})
+
+
+PYTHON = re.compile(r"python[0-9.]*")
+
+
+# Variables a command line may set: lower-case names are the shell's own (programs read
+# upper-case ones); of the upper-case names only these change nothing that runs.
+HARMLESS_VARS = name_set(
+    "LANG LANGUAGE TZ COLUMNS LINES TERM NO_COLOR CLICOLOR LS_COLORS GREP_COLOR GREP_COLORS "
+    "TIME_STYLE QUOTING_STYLE POSIXLY_CORRECT BLOCK_SIZE BLOCKSIZE DF_BLOCK_SIZE "
+    "DU_BLOCK_SIZE LS_BLOCK_SIZE SYSTEMD_COLORS REPLY OPTIND OPTARG"
+)
+HARMLESS_PREFIXES = ("LC_",)
+
+
+# `set` flags and `-o` options that only make the shell stricter or louder.
+SAFE_SET_FLAGS = frozenset("euxvfnCh")
+SAFE_SET_OPTIONS = name_set(
+    "errexit nounset xtrace verbose pipefail noglob noclobber noexec hashall"
+)
+
+
+HARMLESS_PAGERS = frozenset({"", "cat", "less", "more", "less -R", "less -FRX"})
+
+
+ALWAYS = name_set(
+    """
+    ls cat head tail grep egrep fgrep wc cut tr
+    df du free uptime uname whoami id ps pgrep pidof lsof netstat dig nslookup host getent
+    stat readlink realpath basename dirname locate which whereis type echo true false
+    printenv lsblk findmnt lscpu lsmem lspci lsusb lsmod nproc vmstat iostat
+    mpstat last w who users groups md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
+    b2sum cksum sum cmp diff comm column jq hexdump od strings nl tac rev fold fmt paste join
+    seq sleep getfacl namei lsattr base64 expand unexpand dpkg-query tty arch logname expr
+    : cd pwd pushd popd dirs shift exit return break continue wait jobs
+    """
+)
+
+
+# Tools that only read when asked for their version: name -> the flags that do that.
+VERSION_ONLY = {
+    "python": ("--version", "-V", "-VV"),
+    "node": ("--version", "-v"),
+    "nodejs": ("--version", "-v"),
+    "java": ("-version", "--version"),
+    "javac": ("-version", "--version"),
+    "go": ("version",),
+    "perl": ("-v", "-V", "--version"),
+    "ruby": ("--version",),
+    "php": ("-v", "--version"),
+    "lua": ("-v",),
+    "rustc": ("--version", "-V"),
+    "cargo": ("--version", "-V"),
+    "gcc": ("--version",),
+    "g++": ("--version",),
+    "cc": ("--version",),
+    "clang": ("--version",),
+    "make": ("--version",),
+    "nginx": ("-v", "-V"),
+    "apache2": ("-v", "-V"),
+    "httpd": ("-v", "-V"),
+    "psql": ("--version", "-V"),
+    "mysql": ("--version", "-V"),
+    "mysqld": ("--version", "-V"),
+    "postgres": ("--version", "-V"),
+    "redis-server": ("--version", "-v"),
+    "redis-cli": ("--version", "-v"),
+    "terraform": ("version", "-version", "--version"),
+    "ansible": ("--version",),
+    "helm": ("version",),
+}
+
+
+# -- options of wrappers and tools ----------------------------------------------------------------
+
+
+SUDO_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sudo": (
+        "ugCDpRrtTU",
+        ("user", "group", "close-from", "chdir", "chroot", "prompt", "role", "type", "host")
+        + ("command-timeout", "other-user"),
+    ),
+    "doas": ("uC", ()),
+    "pkexec": ("", ("user",)),
+    "runuser": ("ugG", ("user", "group", "supp-group")),
+}
+
+
+FIND_NAMES = name_set(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -inum -samefile"
+)
+
+
+SYSTEMCTL_DOWN = name_set(
+    "reboot poweroff halt kexec soft-reboot rescue emergency isolate suspend hibernate "
+    "hybrid-sleep suspend-then-hibernate"
+)
+
+
+DOWN_TARGETS = frozenset(
+    f"{t}.target" for t in split_words("reboot poweroff halt kexec rescue emergency")
+)
+
+
+SYSTEMCTL_OPTS = ("tpHMnosP", ("type", "property", "host", "machine", "lines", "output", "state"))
+
+
+SYSTEMCTL_READ = name_set(
+    "status show cat list-units list-unit-files list-timers list-sockets list-dependencies "
+    "list-jobs list-machines list-paths list-automounts is-active is-enabled is-failed "
+    "is-system-running get-default show-environment help"
+)
+
+
+# Objects in the order ip matches abbreviations, each with its actions in ip's own order
+# (`ip a s` is show, `ip link s` is set); "!" marks the actions that change something.
+IP_OBJECTS = (
+    ("address", "add! change! chg! replace! delete! list show lst flush! save! showdump restore!"),
+    ("route", "add! change! chg! replace! prepend! append! test! delete! list show lst get flush!"),
+    ("link", "add! set! change! replace! delete! show lst list xstats afstats"),
+    ("neighbour", "add! change! chg! replace! delete! get show list lst flush!"),
+    ("neighbor", "add! change! chg! replace! delete! get show list lst flush!"),
+    ("rule", "add! delete! list show lst flush! save! restore!"),
+    ("maddress", "add! delete! list show lst"),
+    ("netns", "list list-id add! attach! set! delete! identify pids! exec! monitor!"),
+)
+
+
+CURL_ARG = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
+
+
+CURL_LONG = split_words(
+    "output upload-file data data-ascii data-binary data-raw data-urlencode form form-string "
+    "request config cookie-jar dump-header trace trace-ascii stderr libcurl json user header "
+    "user-agent referer cookie max-time connect-timeout proxy write-out range retry cacert "
+    "cert key resolve connect-to url quote output-dir etag-save hsts alt-svc engine"
+)
+
+
+GIT_READ = name_set(
+    "status log diff show rev-parse ls-files ls-tree blame annotate describe shortlog grep "
+    "show-ref cat-file rev-list for-each-ref name-rev count-objects whatchanged merge-base var "
+    "check-ignore check-attr version cherry show-branch diff-tree diff-files diff-index"
+)
+# git's own options before the subcommand: those that take a value, and plain flags.
+GIT_GLOBAL_VALUE = name_set("-C --git-dir --work-tree --namespace")
+GIT_GLOBAL_FLAGS = name_set(
+    "-p --paginate -P --no-pager --bare --no-replace-objects --literal-pathspecs "
+    "--glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --exec-path"
+)
+# Options of the reading subcommands that write a file or run a program: the value of a
+# diff or log --output, gpg for signatures, external diff and textconv drivers, a pager for
+# grep's matches, the manual for --help.
+GIT_WRITING_OPTIONS = (
+    "--output",
+    "--show-signature",
+    "--ext-diff",
+    "--textconv",
+    "--filters",
+    "--open-files-in-pager",
+    "--help",
+)
+
+
+# `git -c` settings that change only how output looks.
+GIT_SAFE_CONFIG = (
+    "color.",
+    "column.",
+    "core.quotepath",
+    "core.abbrev",
+    "log.decorate",
+    "log.date",
+    "log.abbrevcommit",
+)
+
+
+DOCKER_READ = name_set("ps images logs inspect version info top port history diff")
+
+
+DOCKER_GROUPS = {
+    "container": name_set("ls list ps inspect logs top port diff stats"),
+    "image": name_set("ls list inspect history"),
+    "network": name_set("ls list inspect"),
+    "volume": name_set("ls list inspect"),
+    "system": name_set("df info"),
+    "context": name_set("ls list show inspect"),
+    "compose": name_set("ps logs config ls images top version port"),
+}
+
+
+KUBECTL_READ = name_set("get describe logs top version explain api-resources api-versions events")
+
+
+KUBECTL_ARG = ("namespace", "context", "kubeconfig", "server", "cluster", "user", "token", "as")
+
+
+OPENSSL_READ = name_set(
+    "x509 s_client version verify crl asn1parse ciphers dgst list errstr pkcs7 rand req"
+)
+
+
+# -- text patterns -------------------------------------------------------------------------------
+
+
+# SQL that destroys data, anywhere in a command line that is not read-only anyway.
+SQL_DROP = re.compile(
+    r"\b(?:drop\s+(?:database|schema|table)|truncate\s+table)\b|\bdropDatabase\s*\(",
+    re.IGNORECASE,
+)
+
+
+FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*\1\s*[|&]")

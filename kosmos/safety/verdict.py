@@ -1,0 +1,74 @@
+"""A verdict on a command line, and the walk's interface as rule modules see it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from kosmos.safety.shell import Dialect, Word
+
+__all__ = ["Assessment", "Context", "Verdict", "dangerous", "ro", "worse", "worse_of", "write"]
+
+
+Verdict = Literal["read_only", "write", "dangerous"]
+
+
+RANK = {"read_only": 0, "write": 1, "dangerous": 2}
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The verdict on one command line and a one-line reason for the operator and the LLM."""
+
+    verdict: Verdict
+    reason: str
+
+
+def ro(names: str) -> Assessment:
+    # Internally a read-only finding carries the command names; `Walk.result` words it.
+    return Assessment("read_only", names)
+
+
+def write(reason: str) -> Assessment:
+    return Assessment("write", reason)
+
+
+def dangerous(reason: str) -> Assessment:
+    return Assessment("dangerous", reason)
+
+
+def worse(a: Assessment, b: Assessment) -> Assessment:
+    if RANK[b.verdict] > RANK[a.verdict]:
+        return b
+    if a.verdict == b.verdict == "read_only":
+        return ro(f"{a.reason}, {b.reason}")
+    return a
+
+
+def worse_of(a: Assessment, b: Assessment) -> Assessment:
+    return b if RANK[b.verdict] > RANK[a.verdict] else a
+
+
+class Context(Protocol):
+    """What handlers of commands that run other commands need from the walk."""
+
+    dialect: Dialect
+    cwd: str | None
+    depth: int
+    # Shell functions defined so far: True when surely defined, False when only maybe.
+    functions: dict[str, bool]
+
+    def argv(self, words: list[Word], *, functions: bool = False) -> tuple[Assessment, list[Word]]:
+        """Assess one argv; the finding and the argv that finally runs (past wrappers).
+        `functions`: the first word may name a shell function (a plain call, not `env X`)."""
+        ...
+
+    def nested(self, text: str, label: str, dialect: Dialect | None) -> Assessment:
+        """Assess a script that a command runs from a string, read in `dialect` (None: a
+        shell not known, so as bash and as sh)."""
+        ...
+
+    def script_word(self, word: Word, label: str, dialect: Dialect | None) -> Assessment:
+        """Assess the script in one word (`sh -c WORD`), read in `dialect`."""
+        ...

@@ -1,0 +1,316 @@
+"""Real shells as the judge of the approval policy.
+
+`ShellJudge` runs a command under real `bash` or `dash` as a throwaway unprivileged user, in a
+fresh copy of a scratch directory full of canary files, with PATH pointing at a directory of
+logging shims (one per program on this machine, each recording its argv and then exec-ing
+the real program). `Outcome` says which canary paths changed, appeared or vanished and which
+programs ran. A command the policy rates read-only must change nothing and run only programs
+on the policy's read-only list.
+
+The canaries include an executable `evil.sh` that deletes DIR and creates PWNED, a git
+repository, an archive and files whose names look like options, so that a command which
+smuggles something past the policy has something to break.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import tarfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kosmos.hosts.runner import COMMAND_ENV
+
+SHELLS = {"bash": "/bin/bash", "dash": "/bin/dash"}
+PROGRAM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+RUN_TIMEOUT = 3.0
+RS, US = "\x1e", "\x1f"  # record and unit separators in the shim log
+
+EVIL = "#!/bin/sh\n/bin/rm -rf DIR; /usr/bin/touch PWNED\n"
+# Programs that a hijacked PATH (./evilbin) would replace with evil.sh.
+EVILBIN = ("ls", "cat", "grep", "git", "id", "ps", "echo", "head", "sh", "bash", "nosuchcommand")
+CANARIES = {
+    "F": "canary F\n",
+    "G": "canary G\n",
+    "file": "alpha\nbeta\n",
+    "file.txt": "one\ntwo\n",
+    "a": "a\n",
+    "b": "b\n",
+    "x": "x\n",
+    "in.txt": "in\n",
+    "out.txt": "out\n",
+    "schema.sql": "create table t (id int);\n",
+    "data.json": '{"a": 1, "b": [1, 2]}\n',
+    "app.log": "ok\nerror: disk\n",
+    "cert.pem": "not a certificate\n",
+    "deploy.yaml": "kind: Pod\n",
+    "-rf": "named like an option\n",
+    "-i": "named like an option\n",
+    "-delete": "named like an option\n",
+    ".hidden": "hidden\n",
+    "DIR/inner.txt": "inner\n",
+    "DIR/sub/deep.txt": "deep\n",
+    "log/app.log": "line\n",
+}
+
+
+@dataclass
+class Outcome:
+    command: str
+    shell: str
+    changed: list[str] = field(default_factory=list)
+    programs: list[list[str]] = field(default_factory=list)
+    timed_out: bool = False
+
+    def names(self) -> list[str]:
+        return [argv[0].rsplit("/", 1)[-1] for argv in self.programs if argv]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[object, ...]]:
+    """Every path under root with its stat data: a write, chmod or rename changes its ctime."""
+    seen: dict[str, tuple[object, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames + [d for d in dirnames if Path(dirpath, d).is_symlink()]:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            target = os.readlink(path) if stat.S_ISLNK(st.st_mode) else ""
+            seen[str(path.relative_to(root))] = (
+                st.st_mode,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_uid,
+                target,
+            )
+        st = Path(dirpath).lstat()
+        seen[str(Path(dirpath).relative_to(root)) + "/"] = (st.st_mode, st.st_uid)
+    return seen
+
+
+def _staged(git_dir: Path) -> str:
+    """What a git index stages: git refreshes the stat cache in its index on a plain
+    `git diff` (GIT_OPTIONAL_LOCKS does not stop it there), which changes no content."""
+    staged = subprocess.run(
+        ["git", "-c", "safe.directory=*", f"--git-dir={git_dir}", "ls-files", "--stage"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "GIT_OPTIONAL_LOCKS": "0"},
+    )
+    return staged.stdout + staged.stderr
+
+
+def _diff(before: dict[str, tuple[object, ...]], after: dict[str, tuple[object, ...]]) -> list[str]:
+    out = []
+    for path in sorted(set(before) | set(after)):
+        if path not in after:
+            out.append(f"removed {path}")
+        elif path not in before:
+            out.append(f"created {path}")
+        elif before[path] != after[path]:
+            out.append(f"changed {path}")
+    return out
+
+
+@dataclass
+class _Slot:
+    path: Path
+    log: Path
+    baseline: dict[str, tuple[object, ...]]
+    staged: str
+
+
+class ShellJudge:
+    """A throwaway user, the shims and the canary template; `run` judges one command."""
+
+    def __init__(self, root: Path, tag: str) -> None:
+        self.root = root
+        self.user = f"kp-{os.getpid()}-{tag}"[:32]
+        self.runs = root / "runs"
+        self.runs.mkdir(parents=True)
+        self.runs.chmod(0o755)
+        root.chmod(0o755)
+        for parent in root.parents:  # the user must reach its scratch directories
+            if parent.stat().st_uid == 0 and not parent.stat().st_mode & 0o001:
+                parent.chmod(parent.stat().st_mode | 0o001)
+        subprocess.run(
+            ["useradd", "-M", "-d", str(root / "nohome"), "-s", "/bin/sh", self.user],
+            check=True,
+            capture_output=True,
+        )
+        entry = pwd.getpwnam(self.user)
+        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+        self.shims = root / "shims"
+        self._write_shims()
+        self.template = root / "template"
+        self._write_template()
+        self._count = 0
+        self._free: list[_Slot] = []
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
+        subprocess.run(["userdel", self.user], capture_output=True)
+        # The next user may get the same uid: leave nothing it would seem to own.
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def _write_shims(self) -> None:
+        self.shims.mkdir()
+        done: set[str] = set()
+        for directory in PROGRAM_DIRS:
+            with contextlib.suppress(FileNotFoundError):
+                for entry in os.scandir(directory):
+                    if entry.name in done or "'" in entry.name:
+                        continue
+                    if not (entry.is_file() and os.access(entry.path, os.X_OK)):
+                        continue
+                    done.add(entry.name)
+                    shim = self.shims / entry.name
+                    shim.write_text(
+                        "#!/bin/sh\n"
+                        f"printf '%s{US}' '{entry.name}' \"$@\" >>\"$KOSMOS_SHIM_LOG\"\n"
+                        f"printf '{RS}' >>\"$KOSMOS_SHIM_LOG\"\n"
+                        f"exec '{entry.path}' \"$@\"\n"
+                    )
+                    shim.chmod(0o755)
+
+    def _write_template(self) -> None:
+        work = self.template / "work"
+        for rel, text in CANARIES.items():
+            path = work / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        for rel in ("evil.sh", *(f"evilbin/{name}" for name in EVILBIN)):
+            path = work / rel
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(EVIL)
+            path.chmod(0o755)
+        with gzip.open(work / "a.gz", "wb") as f:
+            f.write(b"zipped\n")
+        with tarfile.open(work / "a.tar", "w") as tar:
+            tar.add(work / "x", arcname="x")
+        (self.template / "home").mkdir()
+        (self.template / "tmp").mkdir()
+        for dirpath, dirnames, filenames in os.walk(self.template):
+            for name in [*dirnames, *filenames, "."]:
+                os.chown(Path(dirpath, name), self.uid, self.gid)
+        repo = work / "repo"
+        repo.mkdir()
+        os.chown(repo, self.uid, self.gid)
+        git = (
+            "git init -q && git config user.email t@example.com && git config user.name t "
+            "&& echo tracked > tracked.txt && git add tracked.txt && git commit -qm init "
+            "&& git status --porcelain >/dev/null"
+        )
+        subprocess.run(
+            ["/bin/sh", "-c", git],
+            cwd=repo,
+            user=self.uid,
+            group=self.gid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(self.template / "home")},
+            check=True,
+            capture_output=True,
+        )
+
+    def _copy(self, dest: Path) -> None:
+        shutil.copytree(self.template, dest, symlinks=True)
+        for dirpath, dirnames, filenames in os.walk(dest):
+            for name in [*dirnames, *filenames, "."]:
+                os.chown(Path(dirpath, name), self.uid, self.gid, follow_symlinks=False)
+
+    def _slot(self) -> _Slot:
+        """A scratch copy of the template that no other run is using."""
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            self._count += 1
+            path = self.runs / str(self._count)
+        self._copy(path)
+        log = self.runs / f"{path.name}.log"
+        log.touch(mode=0o600)
+        os.chown(log, self.uid, self.gid)
+        return _Slot(path, log, _snapshot(path), _staged(path / "work/repo/.git"))
+
+    def _changes(self, slot: _Slot) -> list[str]:
+        after = _snapshot(slot.path)
+        index = "work/repo/.git/index"
+        refreshed = index in after and after[index] != slot.baseline.get(index)
+        if refreshed and _staged(slot.path / "work/repo/.git") == slot.staged:
+            slot.baseline[index] = after[index]
+        return _diff(slot.baseline, after)
+
+    # -- one command --------------------------------------------------------------------------
+
+    def run(self, command: str, shell: str) -> Outcome:
+        """Run `command` under `shell` (bash or dash) and report what it did."""
+        slot = self._slot()
+        scratch = slot.path
+        env = {
+            **COMMAND_ENV,
+            "PATH": str(self.shims),
+            "HOME": str(scratch / "home"),
+            "TMPDIR": str(scratch / "tmp"),
+            "USER": self.user,
+            "LOGNAME": self.user,
+            "LANG": "C.UTF-8",
+            "KOSMOS_SHIM_LOG": str(slot.log),
+        }
+        outcome = Outcome(command, shell)
+        proc = subprocess.Popen(
+            [SHELLS[shell], "-c", command],
+            cwd=scratch / "work",
+            env=env,
+            user=self.uid,
+            group=self.gid,
+            extra_groups=[],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            outcome.timed_out = True
+        # Whatever the command left behind in its group (`sleep 9 &`) ends with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        outcome.changed = self._changes(slot)
+        records = slot.log.read_text(errors="replace").split(RS)
+        outcome.programs = [r.split(US)[:-1] for r in records if r]
+        slot.log.write_text("")
+        if outcome.changed:
+            shutil.rmtree(scratch, ignore_errors=True)
+            slot.log.unlink()
+        else:
+            with self._lock:
+                self._free.append(slot)
+        return outcome
+
+    def leftovers(self) -> list[str]:
+        """Files the user owns outside its scratch directories (there should be none)."""
+        found = []
+        for top in ("/tmp", "/var/tmp", "/dev/shm"):
+            for dirpath, dirnames, filenames in os.walk(top):
+                # Its own scratch, and pytest's kept temporary folders of earlier runs, whose
+                # throwaway users may have had the same uid.
+                if Path(dirpath).is_relative_to(self.root) or "pytest-of-" in dirpath:
+                    dirnames[:] = []
+                    continue
+                for name in dirnames + filenames:
+                    path = Path(dirpath, name)
+                    with contextlib.suppress(OSError):
+                        if path.lstat().st_uid == self.uid:
+                            found.append(str(path))
+        return found
