@@ -15,13 +15,14 @@ untagged reply's inferred command always needs a person. The operator may answer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from kosmos.engine.operator import Approval, CommandProposal, Operator
 from kosmos.events import CommandDecision
 from kosmos.prompts import Prompts
-from kosmos.safety import Verdict, assess
+from kosmos.safety import Dialect, Verdict, assess
 
 Policy = Literal["ask", "read-only", "auto"]
 
@@ -68,6 +69,7 @@ class ApprovalGate:
         policy: Policy = "ask",
         non_interactive: bool = False,
         allow_dangerous: bool = False,
+        shell: Callable[[], Dialect | None] = lambda: None,
     ) -> None:
         self.operator = operator
         self.prompts = prompts
@@ -75,6 +77,9 @@ class ApprovalGate:
         self.policy = policy
         self.non_interactive = non_interactive
         self.allow_dangerous = allow_dangerous
+        # The dialect of the shell the host runs commands under (None: not known yet, and
+        # then a command must pass as bash and as sh).
+        self.shell = shell
         # Set by the operator's `a` answer (line mode) or the TUI toggle.
         self.auto_read_only = False
 
@@ -82,7 +87,7 @@ class ApprovalGate:
         self, step: int, command: str, *, inferred: bool = False, rerun: bool = False
     ) -> Decision:
         """The decision on `command`. `rerun`: it was started before and its result was lost."""
-        verdict = assess(command)
+        verdict = assess(command, self.shell())
         risk, reason = verdict.verdict, verdict.reason
         p = self.prompts
         if risk == "dangerous" and self.non_interactive and not self.allow_dangerous:
@@ -127,7 +132,7 @@ class ApprovalGate:
             # The operator typed a different command: judge that one, and ask again only
             # when it needs more than the approval just given (it became dangerous).
             command = approval.command
-            edited = assess(command)
+            edited = assess(command, self.shell())
             if edited.verdict == "dangerous" and risk != "dangerous":
                 risk, reason, inferred = edited.verdict, edited.reason, False
                 continue

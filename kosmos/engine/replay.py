@@ -228,6 +228,7 @@ class ReplayGate(ApprovalGate):
             policy=gate.policy,
             non_interactive=gate.non_interactive,
             allow_dangerous=gate.allow_dangerous,
+            shell=gate.shell,
         )
         self.recording = recording
 
@@ -241,7 +242,7 @@ class ReplayGate(ApprovalGate):
             or recorded.proposed != command
         ):
             return await super().decide(step, command, inferred=inferred, rerun=rerun)
-        verdict = assess(command)
+        verdict = assess(command, self.shell())
         if recorded.decision == "refused":
             return Decision("refused", command, "replay", verdict.verdict, recorded.reason)
         if verdict.verdict == "dangerous":

@@ -138,6 +138,7 @@ class Session:
             policy=self.options.policy,
             non_interactive=self.options.non_interactive,
             allow_dangerous=self.options.allow_dangerous,
+            shell=lambda: getattr(runner, "dialect", None),
         )
         self.sudo = SudoHelper(
             runner,

@@ -1,20 +1,22 @@
-"""Run commands on this machine: each in its own process group under `sh -c`."""
+"""Run commands on this machine: each in its own process group under `bash -c` (or `sh -c`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos.hosts.runner import (
-    PAGER_ENV,
+    COMMAND_ENV,
     CommandResult,
     OnOutput,
     OutputBuffer,
+    Shell,
     StreamDecoder,
     read_first_each,
 )
@@ -36,7 +38,11 @@ class LocalRunner:
 
     def __init__(self, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.cwd = cwd
-        self.env = {**(env if env is not None else os.environ), **PAGER_ENV}
+        self.env = {**(env if env is not None else os.environ), **COMMAND_ENV}
+        # One dialect for the policy and the shell: bash where there is one.
+        bash = shutil.which("bash", path=self.env.get("PATH", os.defpath))
+        self.shell_path = bash or "/bin/sh"
+        self.dialect: Shell = "bash" if bash else "sh"
 
     async def connect(self) -> None:
         return None
@@ -56,7 +62,7 @@ class LocalRunner:
         start = time.monotonic()
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                "sh",
+                self.shell_path,
                 "-c",
                 command,
                 stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,

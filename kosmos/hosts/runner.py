@@ -7,16 +7,27 @@ import codecs
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
-# Pager variables set for every command, locally and over SSH (issue: no pager may block a run).
-PAGER_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "SYSTEMD_PAGER": "", "MANPAGER": "cat"}
+# Set for every command, locally and over SSH: no pager may block a run, and `git status`
+# must not take the index lock to refresh it (a read-only command writes nothing).
+COMMAND_ENV = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "SYSTEMD_PAGER": "",
+    "MANPAGER": "cat",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
 
 # What the transcript keeps of one command's output: the head and the tail, 1 MiB in all.
 TRANSCRIPT_HEAD = 512 * 1024
 TRANSCRIPT_TAIL = 512 * 1024
 
 OnOutput = Callable[[str], None]
+
+# The shell a host runs commands under, as the approval policy reads it: `bash` where bash
+# exists, else a POSIX `sh` (dash, BusyBox ash).
+Shell = Literal["bash", "sh"]
 
 
 class ReadTimeout(TimeoutError):
@@ -123,6 +134,9 @@ class Runner(Protocol):
     """One host. `local` runs on this machine; SSH runners keep one connection per host."""
 
     name: str
+    # The shell commands run under; None until the host has said (the policy then reads a
+    # command as bash and as sh).
+    dialect: Shell | None
 
     async def connect(self) -> None:
         """Open the connection (no-op for local); raises HostError with what to check."""
@@ -137,7 +151,8 @@ class Runner(Protocol):
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
     ) -> CommandResult:
-        """Run `command` under `sh -c`; stream decoded output to `on_output`.
+        """Run `command` under `bash -c` (`sh -c` where there is no bash, as `dialect` says);
+        stream decoded output to `on_output`.
 
         stdin is closed, or carries exactly `stdin` and is then closed (e.g. a password for
         `sudo -S`; never logged).

@@ -15,7 +15,7 @@ import asyncssh
 from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
 from kosmos.hosts.runner import (
-    PAGER_ENV,
+    COMMAND_ENV,
     CommandResult,
     HostPrompter,
     OnOutput,
@@ -43,7 +43,7 @@ MISSING = 44
 # group leader and keeps its pid; everything the command starts stays in that group. The line
 # also names the login shell ($SHELL), which decides how the next commands are wrapped.
 PID_MARK = b"\x1fkosmos-pgid "
-_EXPORTS = " ".join(f"{k}={v}" for k, v in PAGER_ENV.items())
+_EXPORTS = " ".join(f"{k}={v}" for k, v in COMMAND_ENV.items())
 # Pager variables are set here, not with `env` requests: most sshd configs refuse AcceptEnv.
 _PROLOGUE = f'printf "\\037kosmos-pgid %s %s\\n" "$$" "$SHELL" >&2; exec 2>&1; export {_EXPORTS}; '
 assert "'" not in _PROLOGUE
