@@ -118,6 +118,17 @@ def test_output_buffer_small_and_marker() -> None:
     assert buf.text(lambda n: f"<{n}>") == "0123\n<8>\ncdef"
 
 
+def test_output_buffer_without_a_tail_keeps_the_head_and_counts_the_rest() -> None:
+    buf = OutputBuffer(head=4, tail=0)
+    for piece in (b"01", b"2345", b"6789"):
+        buf.feed(piece)
+    assert buf.total == 10
+    assert buf.head == b"0123"
+    assert buf.tail() == b""
+    assert buf.omitted == 6
+    assert buf.text(lambda n: f"<{n}>") == "0123\n<6>\n"
+
+
 def test_output_buffer_invalid_utf8_is_replaced() -> None:
     buf = OutputBuffer()
     buf.feed(b"ok \xff\xfe bad")

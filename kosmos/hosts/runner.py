@@ -44,8 +44,8 @@ class OutputBuffer:
         if room > 0:
             self.head += data[:room]
             data = data[room:]
-        if not data:
-            return
+        if not data or self.tail_limit <= 0:
+            return  # past the head, a buffer without a tail only counts
         self._tail.append(data)
         self._tail_size += len(data)
         while self._tail_size - len(self._tail[0]) >= self.tail_limit:
@@ -63,7 +63,7 @@ class OutputBuffer:
     def data(self, marker: Callable[[int], str] | None = None) -> bytes:
         """The kept bytes, with a marker line where bytes were left out."""
         tail = self.tail()
-        if not tail:
+        if not tail and not self.omitted:
             return bytes(self.head)
         middle = b""
         if self.omitted:
