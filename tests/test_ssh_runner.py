@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -39,6 +40,24 @@ async def runner(
         yield r
     finally:
         await r.close()
+
+
+@pytest.fixture
+async def loop_errors() -> AsyncIterator[list[dict]]:
+    """What reaches the event loop's exception handler, such as a task exception never retrieved."""
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        yield seen
+    finally:
+        loop.set_exception_handler(None)
+
+
+def _pumps_left() -> list[str]:
+    """The runner's output pumps that are still reading."""
+    names = [t.get_coro().__qualname__ for t in asyncio.all_tasks() if not t.done()]
+    return [n for n in names if ".pump_" in n]
 
 
 async def test_runs_a_command_and_reports_its_exit_status(runner: SSHRunner) -> None:
@@ -141,6 +160,22 @@ async def test_cancelling_the_task_ends_the_tree(runner: SSHRunner) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await _gone("sleep 4705") == []
+
+
+async def test_a_failing_output_pump_ends_the_other_the_command_and_the_channel(
+    runner: SSHRunner, loop_errors: list[dict]
+) -> None:
+    def broken(text: str) -> None:
+        if "started" in text:
+            raise RuntimeError("the screen went away")
+
+    with pytest.raises(RuntimeError, match="the screen went away"):
+        await runner.run("echo started; sleep 4708", timeout=30, on_output=broken)
+    assert _pumps_left() == []
+    assert await _gone("sleep 4708") == []
+    assert (await runner.run("echo still usable", timeout=5)).output.text() == "still usable\n"
+    gc.collect()
+    assert loop_errors == []
 
 
 async def test_read_file_finds_home_and_relative_paths(

@@ -79,6 +79,11 @@ def _remote_path(path: str) -> str:
     return shlex.quote(path)
 
 
+def _retrieve(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class SSHRunner:
     """A host over SSH. The connection opens on `connect()` and is reused for every command.
 
@@ -323,10 +328,26 @@ class SSHRunner:
             pgid_known.set()
 
         async def finished() -> None:
-            with contextlib.suppress(asyncssh.Error, OSError):
-                await asyncio.gather(pump_stdout(), pump_stderr())
+            # One pump failing ends the other and the channel: a lone pump would read on, and
+            # hold the channel open, long after its partner's error was reported.
+            pumps = [asyncio.ensure_future(pump_stdout()), asyncio.ensure_future(pump_stderr())]
+            try:
+                await asyncio.wait(pumps, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+                ends = await asyncio.gather(*pumps, return_exceptions=True)
+                pgid_known.set()  # no group line can come any more
+            errors = [e for e in ends if isinstance(e, Exception)]
+            if errors:
+                proc.close()
             with contextlib.suppress(asyncssh.Error, OSError):
                 await proc.wait_closed()
+            for error in errors:
+                # A dropped connection is the result's `connection_lost`; anything else is a
+                # fault the caller must hear of.
+                if not isinstance(error, asyncssh.Error | OSError):
+                    raise error
 
         # A command that has already ended (or a dropped connection) cannot take its stdin.
         with contextlib.suppress(asyncssh.Error, OSError):
@@ -335,6 +356,8 @@ class SSHRunner:
             proc.stdin.write_eof()
 
         work = asyncio.ensure_future(finished())
+        # Its failure is raised below; on a cancel it is seen here, never left unretrieved.
+        work.add_done_callback(_retrieve)
         waiters: set[asyncio.Future[object]] = {work}
         stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
         if stopper is not None:
@@ -349,6 +372,9 @@ class SSHRunner:
                 timed_out = stopper is None or stopper not in done
                 cancelled = not timed_out
                 await self._end(link, proc, pgid, pgid_known, work)
+            elif work.exception() is not None:
+                # The output could not be taken: the command may still be running.
+                await self._end(link, proc, pgid, pgid_known, work)
         except asyncio.CancelledError:
             await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
             raise
@@ -356,6 +382,9 @@ class SSHRunner:
             for task in (stopper, lost):
                 if task is not None:
                     task.cancel()
+        failure = None if work.cancelled() else work.exception()
+        if failure is not None:
+            raise failure
         if on_output:
             tail = decoder.decode(b"", final=True)
             if tail:
@@ -398,11 +427,10 @@ class SSHRunner:
         else:
             with contextlib.suppress(asyncssh.Error, OSError):
                 proc.send_signal("KILL")
-        try:
-            await asyncio.wait_for(asyncio.shield(work), DRAIN_WAIT)
-        except TimeoutError:
+        # asyncio.wait, not wait_for: a pump's failure stays in `work` for the caller to raise.
+        await asyncio.wait([work], timeout=DRAIN_WAIT)
+        if not work.done():
             # Something outside the group still holds the output open: stop reading.
             proc.close()
             work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
+            await asyncio.wait([work])
