@@ -9,8 +9,10 @@ import subprocess
 import time
 import uuid
 
+import pytest
+
 from kosmos.hosts.local import LocalRunner
-from kosmos.hosts.runner import OutputBuffer
+from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable, OutputBuffer
 
 
 def alive(marker: str) -> list[str]:
@@ -140,3 +142,18 @@ async def test_read_file_relative_home_and_missing(tmp_path) -> None:  # noqa: A
     runner = LocalRunner(cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
     assert await runner.read_file("./a.txt", timeout=5) == "hello"
     assert await runner.read_file("missing.txt", timeout=5) is None
+
+
+async def test_read_file_refuses_a_file_over_the_limit(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "at-limit.md").write_bytes(b"a" * READ_FILE_LIMIT)
+    (tmp_path / "over-limit.md").write_bytes(b"a" * (READ_FILE_LIMIT + 1))
+    (tmp_path / "endless.md").symlink_to("/dev/zero")
+    runner = LocalRunner(cwd=tmp_path)
+    assert len(await runner.read_file("at-limit.md", timeout=10) or "") == READ_FILE_LIMIT
+    for name in ("over-limit.md", "endless.md"):
+        with pytest.raises(FileUnreadable, match="larger than 4 MiB") as caught:
+            await runner.read_file(name, timeout=10)
+        assert caught.value.path == name
+    with pytest.raises(FileUnreadable) as caught:
+        await runner.read_first(["missing.md", "over-limit.md", "at-limit.md"], timeout=10)
+    assert caught.value.path == "over-limit.md"

@@ -15,6 +15,7 @@ from kosmos.engine.operator import Approval, CommandProposal
 from kosmos.errors import HostError, KosmosError
 from kosmos.events import CommandFinished, Notice
 from kosmos.hosts.knowledge import KNOWLEDGE_PATHS, KnowledgeTimeout, load_knowledge
+from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from tests.helpers import ScriptOperator, make_skill, run_session
@@ -194,6 +195,29 @@ async def test_read_file_finds_home_and_relative_paths(
     assert await runner.read_file("~/.kosmos-panel", timeout=5) is None
     knowledge = await load_knowledge(runner, timeout=5)
     assert knowledge is not None and knowledge.path == "./.kosmos-panel/ai_system_promt.md"
+
+
+async def test_a_file_over_the_read_limit_is_refused_and_its_read_stopped(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, loop_errors: list[dict]
+) -> None:
+    home = ssh_server.state.home
+    (home / "at-limit.md").write_bytes(b"a" * READ_FILE_LIMIT)
+    (home / "over-limit.md").write_bytes(b"a\n" * (READ_FILE_LIMIT // 2 + 1))
+    (home / "endless.md").symlink_to("/dev/zero")  # read to the end, this never ends
+    assert len(await runner.read_file("at-limit.md", timeout=10) or "") == READ_FILE_LIMIT
+    for name in ("over-limit.md", "endless.md"):
+        with pytest.raises(FileUnreadable, match="larger than 4 MiB") as caught:
+            await runner.read_file(name, timeout=30)
+        assert caught.value.path == name
+    assert await _gone("endless.md") == []
+    with pytest.raises(FileUnreadable) as caught:
+        await runner.read_first(["missing.md", "over-limit.md", "at-limit.md"], timeout=30)
+    assert caught.value.path == "over-limit.md"
+    found = await runner.read_first(["missing.md", "at-limit.md"], timeout=10)
+    assert found is not None and len(found[1]) == READ_FILE_LIMIT
+    assert (await runner.run("echo still usable", timeout=5)).exit_code == 0
+    gc.collect()
+    assert loop_errors == []
 
 
 async def test_knowledge_is_the_first_file_with_text_read_in_one_command(

@@ -12,7 +12,10 @@ from pathlib import Path
 
 from kosmos.hosts.runner import (
     PAGER_ENV,
+    READ_FILE_LIMIT,
+    TOO_LARGE,
     CommandResult,
+    FileUnreadable,
     OnOutput,
     OutputBuffer,
     StreamDecoder,
@@ -170,9 +173,13 @@ class LocalRunner:
 
         def read() -> str | None:
             try:
-                return target.read_bytes().decode("utf-8", errors="replace")
+                with target.open("rb") as f:
+                    data = f.read(READ_FILE_LIMIT + 1)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return None
+            if len(data) > READ_FILE_LIMIT:
+                raise FileUnreadable(path, TOO_LARGE)
+            return data.decode("utf-8", errors="replace")
 
         async with asyncio.timeout(timeout):
             return await asyncio.to_thread(read)

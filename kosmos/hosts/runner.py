@@ -9,12 +9,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kosmos.errors import UsageError
+
 # Pager variables set for every command, locally and over SSH (issue: no pager may block a run).
 PAGER_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "SYSTEMD_PAGER": "", "MANPAGER": "cat"}
 
 # What the transcript keeps of one command's output: the head and the tail, 1 MiB in all.
 TRANSCRIPT_HEAD = 512 * 1024
 TRANSCRIPT_TAIL = 512 * 1024
+
+# The most of one file read_file and read_first take (knowledge, SKILL.md files are far smaller).
+# A larger file is refused, not cut: the first 4 MiB of a skill or of a host's notes would be
+# another text, and no LLM takes that much as a system prompt anyway.
+READ_FILE_LIMIT = 4 * 1024 * 1024
+TOO_LARGE = (
+    f"larger than {READ_FILE_LIMIT // (1024 * 1024)} MiB, the most kosmos reads of a file; "
+    "shorten it"
+)
 
 OnOutput = Callable[[str], None]
 
@@ -25,6 +36,15 @@ class ReadTimeout(TimeoutError):
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__(f"reading {path} took longer than {timeout:g} s")
         self.path = path
+
+
+class FileUnreadable(UsageError):
+    """`path` is there but kosmos cannot use it; `reason` says why and what to do."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class OutputBuffer:
@@ -150,13 +170,18 @@ class Runner(Protocol):
         ...
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
-        """A file's text (`~` and relative paths as a login shell sees them); None if absent."""
+        """A file's text (`~` and relative paths as a login shell sees them); None if absent.
+
+        A file larger than READ_FILE_LIMIT raises FileUnreadable (TOO_LARGE), and no more of
+        it is read.
+        """
         ...
 
     async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
         """(path, text) of the first of `paths` that holds more than whitespace, or None.
 
-        Raises ReadTimeout naming the path being read when `timeout` runs out.
+        Raises ReadTimeout naming the path being read when `timeout` runs out, and
+        FileUnreadable naming the path when it is the first found but cannot be used.
         """
         ...
 

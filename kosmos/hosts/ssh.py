@@ -16,7 +16,10 @@ from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
 from kosmos.hosts.runner import (
     PAGER_ENV,
+    READ_FILE_LIMIT,
+    TOO_LARGE,
     CommandResult,
+    FileUnreadable,
     HostPrompter,
     OnOutput,
     OutputBuffer,
@@ -33,8 +36,6 @@ KILL_GRACE = 0.5
 CLOSE_NOTICE = 1.0
 # How long to wait for the output to end once the group was killed.
 DRAIN_WAIT = 2.0
-# How much of a file read_file returns (knowledge, SKILL.md files are far smaller).
-READ_FILE_LIMIT = 4 * 1024 * 1024
 # read_file's exit status for "no such file": distinct from cat's own failures.
 MISSING = 44
 
@@ -196,7 +197,10 @@ class SSHRunner:
             wrap(command, posix_login_shell=bool(self._posix)),
             timeout=timeout,
             buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+            limit=READ_FILE_LIMIT,
         )
+        if result.output.total > READ_FILE_LIMIT:
+            raise FileUnreadable(path, TOO_LARGE)
         if result.timed_out:
             raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
         if result.connection_lost:
@@ -223,13 +227,16 @@ class SSHRunner:
             '&& { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
             f"i=$((i+1)); done; exit {MISSING}"
         )
+        # Room for the `try`/`hit` lines in front of the file.
+        limit = READ_FILE_LIMIT + 16 * (len(paths) + 1)
         result = await self._exec(
             command,
             wrap(command, posix_login_shell=bool(self._posix)),
             timeout=timeout,
-            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+            buffer=OutputBuffer(head=limit, tail=0),
+            limit=limit,
         )
-        data = result.output.data()
+        data = bytes(result.output.head)
         tried, hit, text = 0, None, b""
         while data:
             line, _, rest = data.partition(b"\n")
@@ -242,6 +249,10 @@ class SSHRunner:
                 hit, text = int(number), rest
                 break
             data = rest
+        if hit is not None and hit < len(paths):
+            lines = len(result.output.head) - len(text)
+            if result.output.total - lines > READ_FILE_LIMIT:
+                raise FileUnreadable(paths[hit], TOO_LARGE)
         if result.timed_out:
             raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
         if result.connection_lost:
@@ -266,7 +277,9 @@ class SSHRunner:
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
+        limit: int | None = None,
     ) -> CommandResult:
+        """Run `remote`; past `limit` bytes of output the command is ended as by `stop`."""
         start = time.monotonic()
         for attempt in range(2):
             conn = await self._conn()
@@ -292,9 +305,12 @@ class SSHRunner:
         pgid: list[int] = []
         pgid_known = asyncio.Event()
         decoder = StreamDecoder()
+        full = asyncio.Event()
 
         def feed(data: bytes) -> None:
             buffer.feed(data)
+            if limit is not None and buffer.total > limit:
+                full.set()
             if on_output:
                 text = decoder.decode(data)
                 if text:
@@ -358,10 +374,8 @@ class SSHRunner:
         work = asyncio.ensure_future(finished())
         # Its failure is raised below; on a cancel it is seen here, never left unretrieved.
         work.add_done_callback(_retrieve)
-        waiters: set[asyncio.Future[object]] = {work}
-        stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-        if stopper is not None:
-            waiters.add(stopper)
+        stoppers = [asyncio.ensure_future(e.wait()) for e in (stop, full) if e is not None]
+        waiters: set[asyncio.Future[object]] = {work, *stoppers}
         lost = asyncio.ensure_future(link.client.closed.wait())
         timed_out = cancelled = False
         try:
@@ -369,7 +383,7 @@ class SSHRunner:
                 waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
             if work not in done:
-                timed_out = stopper is None or stopper not in done
+                timed_out = not done
                 cancelled = not timed_out
                 await self._end(link, proc, pgid, pgid_known, work)
             elif work.exception() is not None:
@@ -379,9 +393,8 @@ class SSHRunner:
             await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
             raise
         finally:
-            for task in (stopper, lost):
-                if task is not None:
-                    task.cancel()
+            for task in (*stoppers, lost):
+                task.cancel()
         failure = None if work.cancelled() else work.exception()
         if failure is not None:
             raise failure
