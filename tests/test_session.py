@@ -20,6 +20,7 @@ from kosmos.events import (
 )
 from kosmos.hosts.local import LocalRunner
 from kosmos.prompts import Prompts
+from kosmos.transcript import read_transcript
 from tests.helpers import ScriptOperator, make_skill, run_session
 from tests.llmserver import Completion, Hang, Raw, ScriptedLLM, Status
 
@@ -374,3 +375,24 @@ async def test_output_streams_live_before_the_command_ends(llm: ScriptedLLM) -> 
     chunks = run.of(CommandOutput)
     assert len(chunks) >= 2
     assert chunks[0].text == "first\n"
+
+
+async def test_an_unexpected_error_ends_the_run_with_one_line_and_its_result(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A fault kosmos has no message for (here the runner's working folder vanished) still
+    ends the run as a result: one line naming it, exit 1, the transcript closed."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    runner = LocalRunner(cwd=gone)
+    gone.rmdir()
+    llm.script("[CMD] echo hello")
+    transcript = tmp_path / "run.jsonl"
+    run = await run_session(llm.base_url, runner=runner, transcript=transcript)
+    assert (run.result.status, run.result.exit_code) == ("error", 1)
+    message = run.result.message
+    assert "\n" not in message
+    assert message.startswith("step 1: unexpected FileNotFoundError while running a command: ")
+    assert str(gone) in message and "kosmos/hosts/local.py:" in message
+    assert "report it as a kosmos bug" in message
+    assert read_transcript(transcript)[-1].type == "result"
