@@ -157,3 +157,16 @@ async def test_read_file_refuses_a_file_over_the_limit(tmp_path) -> None:  # noq
     with pytest.raises(FileUnreadable) as caught:
         await runner.read_first(["missing.md", "over-limit.md", "at-limit.md"], timeout=10)
     assert caught.value.path == "over-limit.md"
+
+
+async def test_read_file_names_a_file_it_cannot_read(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "loop.md").symlink_to("loop.md")
+    (tmp_path / "dangling.md").symlink_to("nowhere.md")
+    (tmp_path / "folder").mkdir()
+    runner = LocalRunner(cwd=tmp_path)
+    for name in ("loop.md", "dangling.md"):
+        with pytest.raises(FileUnreadable, match="symbolic link that leads nowhere") as caught:
+            await runner.read_file(name, timeout=5)
+        assert caught.value.path == name
+    assert await runner.read_file("folder", timeout=5) is None
+    assert await runner.read_file("folder/missing.md", timeout=5) is None

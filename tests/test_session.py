@@ -17,6 +17,7 @@ from kosmos.events import (
     FormatError,
     KnowledgeLoaded,
     LLMRetry,
+    Notice,
 )
 from kosmos.hosts.local import LocalRunner
 from kosmos.prompts import Prompts
@@ -98,6 +99,26 @@ async def test_project_knowledge_wins_over_home(llm: ScriptedLLM, tmp_path: Path
     await run_session(llm.base_url, runner=LocalRunner(cwd=tmp_path, env={"HOME": str(home)}))
     assert "--- System Context ---\nproject file\n\n" in llm.requests[0].system
     assert "home file" not in llm.requests[0].system
+
+
+async def test_an_unreadable_project_knowledge_file_is_skipped_with_a_warning(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A symbolic link loop cannot be read: the run says so and goes on with the home file."""
+    home = tmp_path / "home"
+    (home / ".config/kosmos-panel").mkdir(parents=True)
+    (home / ".config/kosmos-panel/ai_system_promt.md").write_text("home file")
+    (tmp_path / ".kosmos-panel").mkdir()
+    (tmp_path / ".kosmos-panel/ai_system_promt.md").symlink_to("ai_system_promt.md")
+    llm.script("[DONE] ok")
+    run = await run_session(llm.base_url, runner=LocalRunner(cwd=tmp_path, env={"HOME": str(home)}))
+    assert run.result.status == "done", run.result.message
+    notes = [e.message for e in run.of(Notice)]
+    assert notes == [
+        "knowledge file skipped: ./.kosmos-panel/ai_system_promt.md: a symbolic link that leads "
+        "nowhere (its target is missing, or it loops); fix or remove it"
+    ]
+    assert "--- System Context ---\nhome file\n\n" in llm.requests[0].system
 
 
 async def test_initial_request_with_params_and_custom_prompt(llm: ScriptedLLM) -> None:

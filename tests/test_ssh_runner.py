@@ -237,6 +237,24 @@ async def test_knowledge_is_the_first_file_with_text_read_in_one_command(
     assert found == (KNOWLEDGE_PATHS[0], "project notes\n")
 
 
+async def test_a_knowledge_file_that_cannot_be_read_is_passed_over_and_named(
+    runner: SSHRunner, ssh_server: InProcessSSHServer
+) -> None:
+    home = ssh_server.state.home
+    (home / ".config" / "kosmos-panel").mkdir(parents=True)
+    (home / ".config" / "kosmos-panel" / "ai_system_promt.md").write_text("home notes\n")
+    (home / ".kosmos-panel").mkdir()
+    (home / ".kosmos-panel" / "ai_system_promt.md").symlink_to("ai_system_promt.md")
+    with pytest.raises(FileUnreadable, match="symbolic link that leads nowhere") as caught:
+        await runner.read_file(KNOWLEDGE_PATHS[0], timeout=5)
+    assert caught.value.path == KNOWLEDGE_PATHS[0]
+    skipped: list[FileUnreadable] = []
+    knowledge = await load_knowledge(runner, timeout=5, on_skip=skipped.append)
+    assert knowledge is not None
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    assert [e.path for e in skipped] == [KNOWLEDGE_PATHS[0]]
+
+
 async def test_a_slow_knowledge_file_times_out(
     runner: SSHRunner, ssh_server: InProcessSSHServer
 ) -> None:

@@ -52,7 +52,7 @@ from kosmos.events import (
     RunStarted,
 )
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
-from kosmos.hosts.runner import CommandResult, Runner
+from kosmos.hosts.runner import CommandResult, FileUnreadable, Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -241,8 +241,14 @@ class Session:
 
     async def _start(self) -> None:
         knowledge_text = None
+
+        def skipped(error: FileUnreadable) -> None:
+            self.emit(Notice(message=f"knowledge file skipped: {error}"))
+
         try:
-            knowledge = await load_knowledge(self.runner, timeout=self.options.knowledge_timeout)
+            knowledge = await load_knowledge(
+                self.runner, timeout=self.options.knowledge_timeout, on_skip=skipped
+            )
         except KnowledgeTimeout as e:
             self.emit(Notice(message=f"knowledge file skipped: {e}"))
             knowledge = None

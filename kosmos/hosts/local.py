@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import time
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos.hosts.runner import (
+    BROKEN_LINK,
     PAGER_ENV,
     READ_FILE_LIMIT,
     TOO_LARGE,
@@ -20,6 +22,7 @@ from kosmos.hosts.runner import (
     OutputBuffer,
     StreamDecoder,
     read_first_each,
+    unreadable,
 )
 
 READ_CHUNK = 64 * 1024
@@ -175,8 +178,15 @@ class LocalRunner:
             try:
                 with target.open("rb") as f:
                     data = f.read(READ_FILE_LIMIT + 1)
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            except (FileNotFoundError, NotADirectoryError):
+                if target.is_symlink():
+                    raise FileUnreadable(path, BROKEN_LINK) from None
                 return None
+            except IsADirectoryError:
+                return None
+            except OSError as e:
+                reason = BROKEN_LINK if e.errno == errno.ELOOP else unreadable(e.strerror or str(e))
+                raise FileUnreadable(path, reason) from None
             if len(data) > READ_FILE_LIMIT:
                 raise FileUnreadable(path, TOO_LARGE)
             return data.decode("utf-8", errors="replace")

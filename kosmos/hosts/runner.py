@@ -27,6 +27,18 @@ TOO_LARGE = (
     "shorten it"
 )
 
+# Why a file that is there cannot be used (FileUnreadable.reason), each with what to do.
+BROKEN_LINK = (
+    "a symbolic link that leads nowhere (its target is missing, or it loops); fix or remove it"
+)
+
+
+def unreadable(why: str) -> str:
+    """The reason for a file the system refused to read; `why` is its complaint."""
+    hint = "; check its owner and mode" if "permission" in why.lower() else ""
+    return f"cannot be read ({why}){hint}"
+
+
 OnOutput = Callable[[str], None]
 
 
@@ -172,8 +184,9 @@ class Runner(Protocol):
     async def read_file(self, path: str, *, timeout: float) -> str | None:
         """A file's text (`~` and relative paths as a login shell sees them); None if absent.
 
-        A file larger than READ_FILE_LIMIT raises FileUnreadable (TOO_LARGE), and no more of
-        it is read.
+        A file that is there but cannot be used raises FileUnreadable: larger than
+        READ_FILE_LIMIT (TOO_LARGE, and no more of it is read), a link that leads nowhere
+        (BROKEN_LINK), or one the system refuses to read (no permission).
         """
         ...
 

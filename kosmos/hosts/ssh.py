@@ -15,6 +15,7 @@ import asyncssh
 from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
 from kosmos.hosts.runner import (
+    BROKEN_LINK,
     PAGER_ENV,
     READ_FILE_LIMIT,
     TOO_LARGE,
@@ -26,6 +27,7 @@ from kosmos.hosts.runner import (
     ReadTimeout,
     StreamDecoder,
     read_first_each,
+    unreadable,
 )
 from kosmos.hosts.target import Target
 
@@ -36,8 +38,11 @@ KILL_GRACE = 0.5
 CLOSE_NOTICE = 1.0
 # How long to wait for the output to end once the group was killed.
 DRAIN_WAIT = 2.0
-# read_file's exit status for "no such file": distinct from cat's own failures.
+# read_file's exit statuses for "no such file", "a link that leads nowhere" and "the system
+# refused the read": distinct from cat's own failures.
 MISSING = 44
+LINK_NOWHERE = 45
+REFUSED = 46
 
 # The first line on the stderr channel names the command's process group, so that a timeout or
 # a cancel can end the whole tree. sshd starts every session with setsid(), so the shell is a
@@ -69,6 +74,14 @@ def _kill_script(pgid: int) -> str:
         f"kill -KILL -{pgid} 2>/dev/null; true"
     )
     return f"exec sh -c {shlex.quote(script)}"
+
+
+def _complaint(output: bytes) -> str:
+    """What `cat: FILE: Permission denied` says is wrong: the end of its last line."""
+    lines = [line for line in output.decode(errors="replace").splitlines() if line.strip()]
+    if not lines:
+        return "no reason given"
+    return lines[-1].rsplit(": ", 1)[-1].strip()
 
 
 def _remote_path(path: str) -> str:
@@ -191,7 +204,10 @@ class SSHRunner:
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
         target = _remote_path(path)
-        command = f'f={target}; [ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f"'
+        command = (
+            f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
+            f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f" 2>&1'
+        )
         result = await self._exec(
             command,
             wrap(command, posix_login_shell=bool(self._posix)),
@@ -205,17 +221,22 @@ class SSHRunner:
             raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
         if result.connection_lost:
             raise HostError(f"{self.name}: the connection was lost while reading {path}")
-        if result.exit_code != 0:
+        if result.exit_code == MISSING:
             return None
+        if result.exit_code == LINK_NOWHERE:
+            raise FileUnreadable(path, BROKEN_LINK)
+        if result.exit_code != 0:
+            raise FileUnreadable(path, unreadable(_complaint(result.output.data())))
         return result.output.data().decode("utf-8", errors="replace")
 
     async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
         """One command for all of `paths`: each read costs a round trip to the host.
 
         The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
-        timeout names the path being read. A file that is there but blank to `grep` is passed
-        over as read_first_each does; a host without grep, and the rare file of Unicode-only
-        blanks, get one read per path instead.
+        timeout or an unreadable file names its path. A file that is there but blank to `grep`
+        is passed over as read_first_each does; a host without grep, and the rare file of
+        Unicode-only blanks, get one read per path instead. grep's complaint about a file it
+        cannot read (exit status 2) is the reason FileUnreadable gives.
         """
         if not paths:
             return None
@@ -223,8 +244,10 @@ class SSHRunner:
         command = (
             "command -v grep >/dev/null 2>&1 || exit 1; "
             f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
-            '[ -e "$f" ] && [ ! -d "$f" ] && grep -q \'[^[:space:]]\' "$f" 2>/dev/null '
-            '&& { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f'[ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
+            'if [ -e "$f" ] && [ ! -d "$f" ]; then grep -q \'[^[:space:]]\' "$f" 2>&1; r=$?; '
+            '[ "$r" -eq 0 ] && { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f'[ "$r" -eq 1 ] || exit {REFUSED}; fi; '
             f"i=$((i+1)); done; exit {MISSING}"
         )
         # Room for the `try`/`hit` lines in front of the file.
@@ -257,6 +280,11 @@ class SSHRunner:
             raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
         if result.connection_lost:
             raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
+        if hit is None and tried < len(paths):
+            if result.exit_code == LINK_NOWHERE:
+                raise FileUnreadable(paths[tried], BROKEN_LINK)
+            if result.exit_code == REFUSED:
+                raise FileUnreadable(paths[tried], unreadable(_complaint(data)))
         if hit is None or result.exit_code != 0 or hit >= len(paths):
             return None if result.exit_code == MISSING else await self._read_each(paths, timeout)
         decoded = text.decode("utf-8", errors="replace")
