@@ -267,6 +267,31 @@ async def test_a_slow_knowledge_file_times_out(
     assert (await runner.run("echo still usable", timeout=5)).exit_code == 0
 
 
+async def test_a_server_that_never_starts_the_command_is_a_host_error(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, loop_errors: list[dict]
+) -> None:
+    """The server takes the session, then leaves the request to run the command unanswered."""
+    notes: list[str] = []
+    runner.notify = notes.append
+    ssh_server.state.stall_exec = True
+    async with asyncio.timeout(30):  # before the fix, the run waited for ever
+        with pytest.raises(HostError, match="did not start the command within 0.5 s") as caught:
+            await runner.run("echo never", timeout=0.5)
+        assert caught.value.exit_code == 6
+        with pytest.raises(KnowledgeTimeout):  # a read gives up the same way
+            await load_knowledge(runner, timeout=0.5)
+    assert ssh_server.state.stalled == 2
+    stalled = list(ssh_server.state.connections)
+    ssh_server.state.stall_exec = False
+    assert (await runner.run("echo back", timeout=5)).output.text() == "back\n"
+    assert "did not start a command within 0.5 s" in notes[-1] and "reconnected" in notes[-1]
+    for conn in stalled:  # kosmos closed the connections that held the stalled channels
+        await asyncio.wait_for(conn.wait_closed(), 5)
+    assert "echo never" not in " ".join(ssh_server.state.commands)
+    gc.collect()
+    assert loop_errors == []
+
+
 async def test_connection_lost_mid_command_is_reported_not_rerun(
     runner: SSHRunner, ssh_server: InProcessSSHServer
 ) -> None:

@@ -93,6 +93,14 @@ def _remote_path(path: str) -> str:
     return shlex.quote(path)
 
 
+class CommandNotStarted(HostError):
+    """The server took the request to run a command but did not start it within its timeout.
+
+    Whether it ran is unknown; the connection is closed (a half-open channel cannot be), and
+    the next command reconnects.
+    """
+
+
 def _retrieve(task: asyncio.Future[None]) -> None:
     if not task.cancelled():
         task.exception()
@@ -132,6 +140,8 @@ class SSHRunner:
         # Whether the login shell runs the prologue itself; None until a command has said.
         self._posix: bool | None = None
         self._lock = asyncio.Lock()
+        # Why kosmos itself closed the connection, for the notice when the next command reconnects.
+        self._dropped: str | None = None
 
     # -- the connection ----------------------------------------------------------------------
 
@@ -146,6 +156,7 @@ class SSHRunner:
             self._link = None
         self._link = await self.connector.open()
         self._connected_once = True
+        self._dropped = None
         # Learnt from the first command's group line: no round trip of its own.
         self._posix = None
 
@@ -163,7 +174,7 @@ class SSHRunner:
             if not self._connected_once:
                 await self._open()
             else:
-                reason = (link.client.lost_reason if link else None) or "closed"
+                reason = self._dropped or (link.client.lost_reason if link else None) or "closed"
                 try:
                     await self._open()
                 except HostError as e:
@@ -175,6 +186,13 @@ class SSHRunner:
                     self.notify(f"{self.name}: the connection was lost ({reason}); reconnected")
             assert self._link is not None
             return self._link.conn
+
+    async def _drop(self, link: Link, reason: str) -> None:
+        """Close `link` for `reason`, which the next reconnect's notice gives."""
+        async with self._lock:
+            if self._link is link:
+                self._dropped = reason
+            await link.close()
 
     async def close(self) -> None:
         if self._link is not None:
@@ -208,13 +226,16 @@ class SSHRunner:
             f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
             f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f" 2>&1'
         )
-        result = await self._exec(
-            command,
-            wrap(command, posix_login_shell=bool(self._posix)),
-            timeout=timeout,
-            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
-            limit=READ_FILE_LIMIT,
-        )
+        try:
+            result = await self._exec(
+                command,
+                wrap(command, posix_login_shell=bool(self._posix)),
+                timeout=timeout,
+                buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+                limit=READ_FILE_LIMIT,
+            )
+        except CommandNotStarted as e:
+            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s") from e
         if result.output.total > READ_FILE_LIMIT:
             raise FileUnreadable(path, TOO_LARGE)
         if result.timed_out:
@@ -252,13 +273,16 @@ class SSHRunner:
         )
         # Room for the `try`/`hit` lines in front of the file.
         limit = READ_FILE_LIMIT + 16 * (len(paths) + 1)
-        result = await self._exec(
-            command,
-            wrap(command, posix_login_shell=bool(self._posix)),
-            timeout=timeout,
-            buffer=OutputBuffer(head=limit, tail=0),
-            limit=limit,
-        )
+        try:
+            result = await self._exec(
+                command,
+                wrap(command, posix_login_shell=bool(self._posix)),
+                timeout=timeout,
+                buffer=OutputBuffer(head=limit, tail=0),
+                limit=limit,
+            )
+        except CommandNotStarted as e:
+            raise ReadTimeout(paths[0], timeout) from e
         data = bytes(result.output.head)
         tried, hit, text = 0, None, b""
         while data:
@@ -309,13 +333,25 @@ class SSHRunner:
     ) -> CommandResult:
         """Run `remote`; past `limit` bytes of output the command is ended as by `stop`."""
         start = time.monotonic()
+        loop = asyncio.get_running_loop()
         for attempt in range(2):
             conn = await self._conn()
             assert self._link is not None
             link = self._link
+            # The command's timeout covers starting it too: a server can take the channel and
+            # then never answer the request to run the command.
+            deadline = loop.time() + timeout
             try:
-                proc = await conn.create_process(remote, encoding=None)
+                async with asyncio.timeout_at(deadline):
+                    proc = await conn.create_process(remote, encoding=None)
                 break
+            except TimeoutError:
+                await self._drop(link, f"the server did not start a command within {timeout:g} s")
+                raise CommandNotStarted(
+                    f"{self.name}: the server did not start the command within {timeout:g} s; "
+                    "kosmos closed the connection and the next try reconnects; if this "
+                    "repeats, check the host's load and its sshd log"
+                ) from None
             except (asyncssh.Error, OSError) as e:
                 if not link.is_closed:
                     # A connection cut under us can fail here before its end is noticed.
@@ -408,7 +444,9 @@ class SSHRunner:
         timed_out = cancelled = False
         try:
             done, _ = await asyncio.wait(
-                waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                waiters,
+                timeout=max(0.0, deadline - loop.time()),
+                return_when=asyncio.FIRST_COMPLETED,
             )
             if work not in done:
                 timed_out = not done
