@@ -2,8 +2,8 @@
 
 Each exec request runs under `sh -c` in its own session (as sshd does), with HOME and the
 working directory set to the server's home folder. Tests can drop every connection, refuse
-keys, let it forward TCP so that it serves as a ProxyJump host, or make it take sessions but
-never answer their requests to run a command.
+keys, let it forward TCP so that it serves as a ProxyJump host, hold logins back (a slow
+server), or make it take sessions but never answer their requests to run a command.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,9 @@ class ServerState:
     # While set, an exec request is taken and never answered; `stalled` counts them.
     stall_exec: bool = False
     stalled: int = 0
+    # While an Event, a login waits until it is set (a slow server); `login_waiting` says one is.
+    login_gate: asyncio.Event | None = None
+    login_waiting: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class _Server(asyncssh.SSHServer):
@@ -42,8 +46,14 @@ class _Server(asyncssh.SSHServer):
         self.state.connections.append(conn)
         _stall_exec_when_asked(conn, self.state)
 
-    def begin_auth(self, username: str) -> bool:
+    def begin_auth(self, username: str) -> bool | Awaitable[bool]:
         self.state.users.append(username)
+        gate = self.state.login_gate
+        return True if gate is None else self._wait_at(gate)
+
+    async def _wait_at(self, gate: asyncio.Event) -> bool:
+        self.state.login_waiting.set()
+        await gate.wait()
         return True
 
     def public_key_auth_supported(self) -> bool:

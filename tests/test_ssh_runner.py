@@ -321,6 +321,46 @@ async def test_reconnects_once_between_commands_and_says_so(
     assert len(notes) == 1 and "reconnected" in notes[0]
 
 
+async def test_close_during_a_reconnect_leaves_no_connection_open(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, loop_errors: list[dict]
+) -> None:
+    assert (await runner.run("echo one", timeout=5)).exit_code == 0
+    ssh_server.drop_all()
+    assert runner._link is not None
+    await asyncio.wait_for(runner._link.client.closed.wait(), 5)
+    gate = asyncio.Event()
+    ssh_server.state.login_gate = gate  # the server is slow to let the reconnect log in
+    command = asyncio.ensure_future(runner.run("echo two", timeout=5))
+    await asyncio.wait_for(ssh_server.state.login_waiting.wait(), 5)
+    await runner.close()
+    gate.set()  # were the reconnect still going, it could finish now
+    with pytest.raises(HostError, match="nothing was run"):
+        await command
+    assert runner._link is None
+    assert ssh_server.state.connections  # the reconnect's
+    for conn in ssh_server.state.connections:
+        await asyncio.wait_for(conn.wait_closed(), 5)
+    assert "echo two" not in " ".join(ssh_server.state.commands)
+    gc.collect()
+    assert loop_errors == []
+
+
+async def test_close_while_a_command_runs_does_not_wait_for_it(
+    runner: SSHRunner, ssh_server: InProcessSSHServer
+) -> None:
+    started = asyncio.Event()
+    command = asyncio.ensure_future(
+        runner.run("echo started; sleep 4709", timeout=30, on_output=lambda t: started.set())
+    )
+    await started.wait()
+    await runner.close()
+    result = await command
+    assert result.connection_lost and result.output.text() == "started\n"
+    for conn in ssh_server.state.connections:
+        await asyncio.wait_for(conn.wait_closed(), 5)
+    assert (await runner.run("echo again", timeout=5)).output.text() == "again\n"
+
+
 async def test_a_failed_reconnect_is_a_host_error(
     runner: SSHRunner, ssh_server: InProcessSSHServer
 ) -> None:

@@ -93,6 +93,10 @@ def _remote_path(path: str) -> str:
     return shlex.quote(path)
 
 
+class RunnerClosed(HostError):
+    """`close()` came first: the command never started and no connection was opened for it."""
+
+
 class CommandNotStarted(HostError):
     """The server took the request to run a command but did not start it within its timeout.
 
@@ -142,6 +146,9 @@ class SSHRunner:
         self._lock = asyncio.Lock()
         # Why kosmos itself closed the connection, for the notice when the next command reconnects.
         self._dropped: str | None = None
+        # Counts close() calls: what began before one must not open a connection after it.
+        self._epoch = 0
+        self._opening: asyncio.Future[Link] | None = None
 
     # -- the connection ----------------------------------------------------------------------
 
@@ -154,7 +161,21 @@ class SSHRunner:
         if self._link is not None:
             await self._link.close()
             self._link = None
-        self._link = await self.connector.open()
+        epoch = self._epoch
+        opening = asyncio.ensure_future(self.connector.open())
+        self._opening = opening
+        try:
+            link = await opening
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if epoch != self._epoch and not (task is not None and task.cancelling()):
+                raise RunnerClosed(
+                    f"{self.name}: closed while connecting; nothing was run"
+                ) from None
+            raise
+        finally:
+            self._opening = None
+        self._link = link
         self._connected_once = True
         self._dropped = None
         # Learnt from the first command's group line: no round trip of its own.
@@ -165,9 +186,18 @@ class SSHRunner:
             name = shell.decode(errors="replace").strip().rsplit("/", 1)[-1]
             self._posix = name in POSIX_SHELLS
 
-    async def _conn(self) -> asyncssh.SSHClientConnection:
-        """The open connection; reconnects once if it dropped since the last command."""
+    async def _conn(self, epoch: int) -> asyncssh.SSHClientConnection:
+        """The open connection; reconnects once if it dropped since the last command.
+
+        `epoch` is the runner's when the command began: after a `close()` since, it does not
+        open another connection.
+        """
         async with self._lock:
+            if epoch != self._epoch:
+                raise RunnerClosed(
+                    f"{self.name}: the connection was closed before the command started; "
+                    "nothing was run"
+                )
             link = self._link
             if link is not None and not link.is_closed:
                 return link.conn
@@ -177,6 +207,8 @@ class SSHRunner:
                 reason = self._dropped or (link.client.lost_reason if link else None) or "closed"
                 try:
                     await self._open()
+                except RunnerClosed:
+                    raise
                 except HostError as e:
                     raise HostError(
                         f"{self.name}: the connection was lost ({reason}) and reconnecting "
@@ -195,9 +227,20 @@ class SSHRunner:
             await link.close()
 
     async def close(self) -> None:
-        if self._link is not None:
-            await self._link.close()
-            self._link = None
+        """Close the connection; once this returns, none is open.
+
+        A connect or reconnect under way is abandoned (its caller gets RunnerClosed), and a
+        command that began before the close does not reconnect. A running command does not hold
+        the lock, so closing never waits for one: its channel ends with the connection. A
+        command begun after the close connects anew.
+        """
+        self._epoch += 1
+        if self._opening is not None:
+            self._opening.cancel()
+        async with self._lock:
+            if self._link is not None:
+                await self._link.close()
+                self._link = None
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -334,8 +377,9 @@ class SSHRunner:
         """Run `remote`; past `limit` bytes of output the command is ended as by `stop`."""
         start = time.monotonic()
         loop = asyncio.get_running_loop()
+        epoch = self._epoch
         for attempt in range(2):
-            conn = await self._conn()
+            conn = await self._conn(epoch)
             assert self._link is not None
             link = self._link
             # The command's timeout covers starting it too: a server can take the channel and
