@@ -413,11 +413,11 @@ class SSHRunner:
         pgid: list[int] = []
         pgid_known = asyncio.Event()
         decoder = StreamDecoder()
-        full = asyncio.Event()
+        full = asyncio.Event() if limit is not None else None
 
         def feed(data: bytes) -> None:
             buffer.feed(data)
-            if limit is not None and buffer.total > limit:
+            if full is not None and limit is not None and buffer.total > limit:
                 full.set()
             if on_output:
                 text = decoder.decode(data)
