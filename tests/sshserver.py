@@ -2,7 +2,8 @@
 
 Each exec request runs under `sh -c` in its own session (as sshd does), with HOME and the
 working directory set to the server's home folder. Tests can drop every connection, refuse
-keys, or let it forward TCP so that it serves as a ProxyJump host.
+keys, let it forward TCP so that it serves as a ProxyJump host, hold logins back (a slow
+server), or make it take sessions but never answer their requests to run a command.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +28,12 @@ class ServerState:
     forwards: list[tuple[str, int]] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
+    # While set, an exec request is taken and never answered; `stalled` counts them.
+    stall_exec: bool = False
+    stalled: int = 0
+    # While an Event, a login waits until it is set (a slow server); `login_waiting` says one is.
+    login_gate: asyncio.Event | None = None
+    login_waiting: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class _Server(asyncssh.SSHServer):
@@ -36,9 +44,16 @@ class _Server(asyncssh.SSHServer):
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self.conn = conn
         self.state.connections.append(conn)
+        _stall_exec_when_asked(conn, self.state)
 
-    def begin_auth(self, username: str) -> bool:
+    def begin_auth(self, username: str) -> bool | Awaitable[bool]:
         self.state.users.append(username)
+        gate = self.state.login_gate
+        return True if gate is None else self._wait_at(gate)
+
+    async def _wait_at(self, gate: asyncio.Event) -> bool:
+        self.state.login_waiting.set()
+        await gate.wait()
         return True
 
     def public_key_auth_supported(self) -> bool:
@@ -50,6 +65,31 @@ class _Server(asyncssh.SSHServer):
     def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int):  # noqa: ANN201
         self.state.forwards.append((dest_host, dest_port))
         return True
+
+
+def _stall_exec_when_asked(conn: asyncssh.SSHServerConnection, state: ServerState) -> None:
+    """While `state.stall_exec` is set, leave every exec request on `conn` unanswered.
+
+    asyncssh answers a channel request with its handler's result and holds the answer back
+    while the handler returns None; this handler returns None and never answers. asyncssh
+    offers no public hook for it, so each session channel gets it as it is made.
+    """
+    make_channel = conn.create_server_channel
+
+    def create_server_channel(*args: object, **kwargs: object) -> asyncssh.SSHServerChannel:
+        channel = make_channel(*args, **kwargs)  # type: ignore[arg-type]
+        process_exec = channel._process_exec_request
+
+        def exec_request(packet: object) -> bool | None:
+            if state.stall_exec:
+                state.stalled += 1
+                return None
+            return process_exec(packet)  # type: ignore[arg-type]
+
+        channel._process_exec_request = exec_request  # type: ignore[method-assign]
+        return channel
+
+    conn.create_server_channel = create_server_channel  # type: ignore[method-assign]
 
 
 async def _run_process(state: ServerState, process: asyncssh.SSHServerProcess) -> None:

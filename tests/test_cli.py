@@ -204,6 +204,31 @@ def test_flags_beat_environment_beat_config(llm: ScriptedLLM, cli_env: dict, pro
     assert llm.requests[0].body["max_tokens"] == 99
 
 
+def test_unreadable_knowledge_file_is_a_warning_not_a_crash(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    """A knowledge file that is a symbolic link loop: one warning naming it, the run goes on."""
+    (project / ".kosmos-panel").mkdir()
+    (project / ".kosmos-panel/ai_system_promt.md").symlink_to("ai_system_promt.md")
+    llm.script("[CMD] echo still-running", "[DONE] fine")
+    transcript = project / "run.jsonl"
+    proc = run_cli(
+        ["run", "probe", "--param", "target=x", "--non-interactive", "--yes",
+         "--transcript", str(transcript)],
+        env=cli_env,
+        cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "knowledge file skipped" in line]
+    assert len(warnings) == 1
+    assert "./.kosmos-panel/ai_system_promt.md: a symbolic link that leads nowhere" in warnings[0]
+    assert "--- System Context ---" not in llm.requests[0].system
+    events = read_transcript(transcript)
+    assert any(e.type == "warning" and "knowledge file skipped" in e.message for e in events)
+    assert events[-1].type == "result" and events[-1].status == "done"
+
+
 def test_llm_down_is_exit_5_with_how_to_fix(cli_env: dict, project: Path) -> None:
     env = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
     proc = run_cli(

@@ -9,8 +9,10 @@ import subprocess
 import time
 import uuid
 
+import pytest
+
 from kosmos.hosts.local import LocalRunner
-from kosmos.hosts.runner import OutputBuffer
+from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable, OutputBuffer
 
 
 def alive(marker: str) -> list[str]:
@@ -118,6 +120,17 @@ def test_output_buffer_small_and_marker() -> None:
     assert buf.text(lambda n: f"<{n}>") == "0123\n<8>\ncdef"
 
 
+def test_output_buffer_without_a_tail_keeps_the_head_and_counts_the_rest() -> None:
+    buf = OutputBuffer(head=4, tail=0)
+    for piece in (b"01", b"2345", b"6789"):
+        buf.feed(piece)
+    assert buf.total == 10
+    assert buf.head == b"0123"
+    assert buf.tail() == b""
+    assert buf.omitted == 6
+    assert buf.text(lambda n: f"<{n}>") == "0123\n<6>\n"
+
+
 def test_output_buffer_invalid_utf8_is_replaced() -> None:
     buf = OutputBuffer()
     buf.feed(b"ok \xff\xfe bad")
@@ -129,3 +142,31 @@ async def test_read_file_relative_home_and_missing(tmp_path) -> None:  # noqa: A
     runner = LocalRunner(cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
     assert await runner.read_file("./a.txt", timeout=5) == "hello"
     assert await runner.read_file("missing.txt", timeout=5) is None
+
+
+async def test_read_file_refuses_a_file_over_the_limit(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "at-limit.md").write_bytes(b"a" * READ_FILE_LIMIT)
+    (tmp_path / "over-limit.md").write_bytes(b"a" * (READ_FILE_LIMIT + 1))
+    (tmp_path / "endless.md").symlink_to("/dev/zero")
+    runner = LocalRunner(cwd=tmp_path)
+    assert len(await runner.read_file("at-limit.md", timeout=10) or "") == READ_FILE_LIMIT
+    for name in ("over-limit.md", "endless.md"):
+        with pytest.raises(FileUnreadable, match="larger than 4 MiB") as caught:
+            await runner.read_file(name, timeout=10)
+        assert caught.value.path == name
+    with pytest.raises(FileUnreadable) as caught:
+        await runner.read_first(["missing.md", "over-limit.md", "at-limit.md"], timeout=10)
+    assert caught.value.path == "over-limit.md"
+
+
+async def test_read_file_names_a_file_it_cannot_read(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "loop.md").symlink_to("loop.md")
+    (tmp_path / "dangling.md").symlink_to("nowhere.md")
+    (tmp_path / "folder").mkdir()
+    runner = LocalRunner(cwd=tmp_path)
+    for name in ("loop.md", "dangling.md"):
+        with pytest.raises(FileUnreadable, match="symbolic link that leads nowhere") as caught:
+            await runner.read_file(name, timeout=5)
+        assert caught.value.path == name
+    assert await runner.read_file("folder", timeout=5) is None
+    assert await runner.read_file("folder/missing.md", timeout=5) is None

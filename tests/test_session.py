@@ -17,9 +17,11 @@ from kosmos.events import (
     FormatError,
     KnowledgeLoaded,
     LLMRetry,
+    Notice,
 )
 from kosmos.hosts.local import LocalRunner
 from kosmos.prompts import Prompts
+from kosmos.transcript import read_transcript
 from tests.helpers import ScriptOperator, make_skill, run_session
 from tests.llmserver import Completion, Hang, Raw, ScriptedLLM, Status
 
@@ -97,6 +99,26 @@ async def test_project_knowledge_wins_over_home(llm: ScriptedLLM, tmp_path: Path
     await run_session(llm.base_url, runner=LocalRunner(cwd=tmp_path, env={"HOME": str(home)}))
     assert "--- System Context ---\nproject file\n\n" in llm.requests[0].system
     assert "home file" not in llm.requests[0].system
+
+
+async def test_an_unreadable_project_knowledge_file_is_skipped_with_a_warning(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A symbolic link loop cannot be read: the run says so and goes on with the home file."""
+    home = tmp_path / "home"
+    (home / ".config/kosmos-panel").mkdir(parents=True)
+    (home / ".config/kosmos-panel/ai_system_promt.md").write_text("home file")
+    (tmp_path / ".kosmos-panel").mkdir()
+    (tmp_path / ".kosmos-panel/ai_system_promt.md").symlink_to("ai_system_promt.md")
+    llm.script("[DONE] ok")
+    run = await run_session(llm.base_url, runner=LocalRunner(cwd=tmp_path, env={"HOME": str(home)}))
+    assert run.result.status == "done", run.result.message
+    notes = [e.message for e in run.of(Notice)]
+    assert notes == [
+        "knowledge file skipped: ./.kosmos-panel/ai_system_promt.md: a symbolic link that leads "
+        "nowhere (its target is missing, or it loops); fix or remove it"
+    ]
+    assert "--- System Context ---\nhome file\n\n" in llm.requests[0].system
 
 
 async def test_initial_request_with_params_and_custom_prompt(llm: ScriptedLLM) -> None:
@@ -374,3 +396,24 @@ async def test_output_streams_live_before_the_command_ends(llm: ScriptedLLM) -> 
     chunks = run.of(CommandOutput)
     assert len(chunks) >= 2
     assert chunks[0].text == "first\n"
+
+
+async def test_an_unexpected_error_ends_the_run_with_one_line_and_its_result(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A fault kosmos has no message for (here the runner's working folder vanished) still
+    ends the run as a result: one line naming it, exit 1, the transcript closed."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    runner = LocalRunner(cwd=gone)
+    gone.rmdir()
+    llm.script("[CMD] echo hello")
+    transcript = tmp_path / "run.jsonl"
+    run = await run_session(llm.base_url, runner=runner, transcript=transcript)
+    assert (run.result.status, run.result.exit_code) == ("error", 1)
+    message = run.result.message
+    assert "\n" not in message
+    assert message.startswith("step 1: unexpected FileNotFoundError while running a command: ")
+    assert str(gone) in message and "kosmos/hosts/local.py:" in message
+    assert "report it as a kosmos bug" in message
+    assert read_transcript(transcript)[-1].type == "result"

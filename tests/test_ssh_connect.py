@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncssh
 import pytest
 
-from kosmos.hosts.connect import ConnectFailed
+from kosmos.hosts.connect import ConnectFailed, SSHConfigError
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
+from tests.conftest import run_cli
 from tests.sshd import free_port
 from tests.sshserver import InProcessSSHServer, write_client_home
 
@@ -253,3 +257,76 @@ async def test_an_unknown_jump_host_key_names_the_jump_host(
         await runner_for("behind", prompter=prompter).connect()
     assert prompter.asked_keys[0][0] == f"[127.0.0.1]:{ssh_server.port}"
     assert ssh_server.state.forwards == []
+
+
+# Lines asyncssh cannot parse, each on line 5 of the alias's block (see write_client_home).
+BROKEN_CONFIG_LINES = {
+    "a bad value": ("  Compression maybe\n", "Invalid Compression boolean value: maybe"),
+    "an unclosed quote": ('  ProxyJump "jump\n', "No closing quotation"),
+    "a Match condition asyncssh does not know": (
+        "Match foo bar\n  User x\n",
+        "Invalid match condition foo",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_CONFIG_LINES)
+async def test_a_broken_ssh_config_line_is_an_error_naming_file_and_line(
+    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys, case: str
+) -> None:
+    line, problem = BROKEN_CONFIG_LINES[case]
+    ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1], extra_config=line)
+    config = ssh_dir / "config"
+    if shutil.which("ssh"):  # OpenSSH refuses the file too
+        judged = subprocess.run(["ssh", "-G", "-F", str(config), "inproc"], capture_output=True)
+        assert judged.returncode == 255
+    with pytest.raises(SSHConfigError) as info:
+        await runner_for().connect()
+    assert info.value.exit_code == 6
+    assert str(info.value) == (
+        f"inproc: {config} line 5: {problem}; fix that line "
+        "(`ssh -G inproc` shows how OpenSSH reads the file)"
+    )
+    assert ssh_server.state.connections == []
+
+
+@pytest.mark.parametrize("kind", ["a symbolic link loop", "a folder"])
+async def test_an_ssh_config_that_cannot_be_read_is_an_error_not_ignored(
+    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys, kind: str
+) -> None:
+    """Read as missing, the alias would be looked up as a host name: "cannot resolve inproc"."""
+    config = write_client_home(ssh_home, ssh_server, ssh_keys[1]) / "config"
+    config.unlink()
+    if kind == "a folder":
+        config.mkdir()
+        why = "Is a directory"
+    else:
+        config.symlink_to(config.name)
+        why = "Too many levels of symbolic links"
+    with pytest.raises(SSHConfigError) as info:
+        await runner_for().connect()
+    assert str(info.value) == (
+        f"inproc: cannot read {config} ({why}); fix it or move it aside, kosmos connects only "
+        "with the ssh_config it can read"
+    )
+    assert ssh_server.state.connections == []
+
+
+def test_a_broken_ssh_config_ends_kosmos_run_with_one_line_and_exit_6(
+    cli_env: dict, home: Path, tmp_path: Path
+) -> None:
+    (home / ".ssh").mkdir()
+    config = home / ".ssh" / "config"
+    config.write_text("Host box\n  HostName 127.0.0.1\n  Port abc\n  ProxyJump jump\n")
+    proc = run_cli(
+        ["run", "system-overview", "--host", "box", "--non-interactive", "--json"],
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 6, proc.stderr
+    message = f"box: {config} line 3: Invalid Port integer value: abc; fix that line"
+    assert proc.stderr.splitlines() == [
+        f"kosmos: {message} (`ssh -G box` shows how OpenSSH reads the file)"
+    ]
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert (result["type"], result["status"], result["exit_code"]) == ("result", "error", 6)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from kosmos.hosts.knowledge import KNOWLEDGE_PATHS, load_knowledge
+from kosmos.hosts.runner import FileUnreadable
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from kosmos.transcript import read_transcript
@@ -139,6 +141,23 @@ async def test_killed_sshd_mid_command_is_connection_lost_then_reconnect(
     assert again.output.text() == "back\n"
     assert len(notes) == 1 and "reconnected" in notes[0]
     _kill_left(remote, "sleep 4803")
+
+
+async def test_a_knowledge_file_without_read_permission_is_passed_over_and_named(
+    runner: SSHRunner, remote: Sshd
+) -> None:
+    """The test user is not root, so mode 000 keeps it out as it would on a real host."""
+    remote.write_remote(".config/kosmos-panel/ai_system_promt.md", "home notes\n")
+    remote.write_remote(".kosmos-panel/ai_system_promt.md", "secret notes\n").chmod(0)
+    reason = "cannot be read (Permission denied); check its owner and mode"
+    with pytest.raises(FileUnreadable) as caught:
+        await runner.read_file(KNOWLEDGE_PATHS[0], timeout=5)
+    assert (caught.value.path, caught.value.reason) == (KNOWLEDGE_PATHS[0], reason)
+    skipped: list[FileUnreadable] = []
+    knowledge = await load_knowledge(runner, timeout=5, on_skip=skipped.append)
+    assert knowledge is not None
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    assert [(e.path, e.reason) for e in skipped] == [(KNOWLEDGE_PATHS[0], reason)]
 
 
 def test_100_mb_of_output_costs_a_few_mb(remote: Sshd, home: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from kosmos.engine.operator import Approval, CommandProposal
 from kosmos.errors import HostError, KosmosError
 from kosmos.events import CommandFinished, Notice
 from kosmos.hosts.knowledge import KNOWLEDGE_PATHS, KnowledgeTimeout, load_knowledge
+from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from tests.helpers import ScriptOperator, make_skill, run_session
@@ -39,6 +41,24 @@ async def runner(
         yield r
     finally:
         await r.close()
+
+
+@pytest.fixture
+async def loop_errors() -> AsyncIterator[list[dict]]:
+    """What reaches the event loop's exception handler, such as a task exception never retrieved."""
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    try:
+        yield seen
+    finally:
+        loop.set_exception_handler(None)
+
+
+def _pumps_left() -> list[str]:
+    """The runner's output pumps that are still reading."""
+    names = [t.get_coro().__qualname__ for t in asyncio.all_tasks() if not t.done()]
+    return [n for n in names if ".pump_" in n]
 
 
 async def test_runs_a_command_and_reports_its_exit_status(runner: SSHRunner) -> None:
@@ -143,6 +163,22 @@ async def test_cancelling_the_task_ends_the_tree(runner: SSHRunner) -> None:
     assert await _gone("sleep 4705") == []
 
 
+async def test_a_failing_output_pump_ends_the_other_the_command_and_the_channel(
+    runner: SSHRunner, loop_errors: list[dict]
+) -> None:
+    def broken(text: str) -> None:
+        if "started" in text:
+            raise RuntimeError("the screen went away")
+
+    with pytest.raises(RuntimeError, match="the screen went away"):
+        await runner.run("echo started; sleep 4708", timeout=30, on_output=broken)
+    assert _pumps_left() == []
+    assert await _gone("sleep 4708") == []
+    assert (await runner.run("echo still usable", timeout=5)).output.text() == "still usable\n"
+    gc.collect()
+    assert loop_errors == []
+
+
 async def test_read_file_finds_home_and_relative_paths(
     runner: SSHRunner, ssh_server: InProcessSSHServer
 ) -> None:
@@ -159,6 +195,29 @@ async def test_read_file_finds_home_and_relative_paths(
     assert await runner.read_file("~/.kosmos-panel", timeout=5) is None
     knowledge = await load_knowledge(runner, timeout=5)
     assert knowledge is not None and knowledge.path == "./.kosmos-panel/ai_system_promt.md"
+
+
+async def test_a_file_over_the_read_limit_is_refused_and_its_read_stopped(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, loop_errors: list[dict]
+) -> None:
+    home = ssh_server.state.home
+    (home / "at-limit.md").write_bytes(b"a" * READ_FILE_LIMIT)
+    (home / "over-limit.md").write_bytes(b"a\n" * (READ_FILE_LIMIT // 2 + 1))
+    (home / "endless.md").symlink_to("/dev/zero")  # read to the end, this never ends
+    assert len(await runner.read_file("at-limit.md", timeout=10) or "") == READ_FILE_LIMIT
+    for name in ("over-limit.md", "endless.md"):
+        with pytest.raises(FileUnreadable, match="larger than 4 MiB") as caught:
+            await runner.read_file(name, timeout=30)
+        assert caught.value.path == name
+    assert await _gone("endless.md") == []
+    with pytest.raises(FileUnreadable) as caught:
+        await runner.read_first(["missing.md", "over-limit.md", "at-limit.md"], timeout=30)
+    assert caught.value.path == "over-limit.md"
+    found = await runner.read_first(["missing.md", "at-limit.md"], timeout=10)
+    assert found is not None and len(found[1]) == READ_FILE_LIMIT
+    assert (await runner.run("echo still usable", timeout=5)).exit_code == 0
+    gc.collect()
+    assert loop_errors == []
 
 
 async def test_knowledge_is_the_first_file_with_text_read_in_one_command(
@@ -178,6 +237,24 @@ async def test_knowledge_is_the_first_file_with_text_read_in_one_command(
     assert found == (KNOWLEDGE_PATHS[0], "project notes\n")
 
 
+async def test_a_knowledge_file_that_cannot_be_read_is_passed_over_and_named(
+    runner: SSHRunner, ssh_server: InProcessSSHServer
+) -> None:
+    home = ssh_server.state.home
+    (home / ".config" / "kosmos-panel").mkdir(parents=True)
+    (home / ".config" / "kosmos-panel" / "ai_system_promt.md").write_text("home notes\n")
+    (home / ".kosmos-panel").mkdir()
+    (home / ".kosmos-panel" / "ai_system_promt.md").symlink_to("ai_system_promt.md")
+    with pytest.raises(FileUnreadable, match="symbolic link that leads nowhere") as caught:
+        await runner.read_file(KNOWLEDGE_PATHS[0], timeout=5)
+    assert caught.value.path == KNOWLEDGE_PATHS[0]
+    skipped: list[FileUnreadable] = []
+    knowledge = await load_knowledge(runner, timeout=5, on_skip=skipped.append)
+    assert knowledge is not None
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    assert [e.path for e in skipped] == [KNOWLEDGE_PATHS[0]]
+
+
 async def test_a_slow_knowledge_file_times_out(
     runner: SSHRunner, ssh_server: InProcessSSHServer
 ) -> None:
@@ -188,6 +265,31 @@ async def test_a_slow_knowledge_file_times_out(
         await load_knowledge(runner, timeout=0.5)
     assert caught.value.path == KNOWLEDGE_PATHS[0]
     assert (await runner.run("echo still usable", timeout=5)).exit_code == 0
+
+
+async def test_a_server_that_never_starts_the_command_is_a_host_error(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, loop_errors: list[dict]
+) -> None:
+    """The server takes the session, then leaves the request to run the command unanswered."""
+    notes: list[str] = []
+    runner.notify = notes.append
+    ssh_server.state.stall_exec = True
+    async with asyncio.timeout(30):  # before the fix, the run waited for ever
+        with pytest.raises(HostError, match="did not start the command within 0.5 s") as caught:
+            await runner.run("echo never", timeout=0.5)
+        assert caught.value.exit_code == 6
+        with pytest.raises(KnowledgeTimeout):  # a read gives up the same way
+            await load_knowledge(runner, timeout=0.5)
+    assert ssh_server.state.stalled == 2
+    stalled = list(ssh_server.state.connections)
+    ssh_server.state.stall_exec = False
+    assert (await runner.run("echo back", timeout=5)).output.text() == "back\n"
+    assert "did not start a command within 0.5 s" in notes[-1] and "reconnected" in notes[-1]
+    for conn in stalled:  # kosmos closed the connections that held the stalled channels
+        await asyncio.wait_for(conn.wait_closed(), 5)
+    assert "echo never" not in " ".join(ssh_server.state.commands)
+    gc.collect()
+    assert loop_errors == []
 
 
 async def test_connection_lost_mid_command_is_reported_not_rerun(
@@ -217,6 +319,46 @@ async def test_reconnects_once_between_commands_and_says_so(
     result = await runner.run("echo two", timeout=5)
     assert result.output.text() == "two\n"
     assert len(notes) == 1 and "reconnected" in notes[0]
+
+
+async def test_close_during_a_reconnect_leaves_no_connection_open(
+    runner: SSHRunner, ssh_server: InProcessSSHServer, loop_errors: list[dict]
+) -> None:
+    assert (await runner.run("echo one", timeout=5)).exit_code == 0
+    ssh_server.drop_all()
+    assert runner._link is not None
+    await asyncio.wait_for(runner._link.client.closed.wait(), 5)
+    gate = asyncio.Event()
+    ssh_server.state.login_gate = gate  # the server is slow to let the reconnect log in
+    command = asyncio.ensure_future(runner.run("echo two", timeout=5))
+    await asyncio.wait_for(ssh_server.state.login_waiting.wait(), 5)
+    await runner.close()
+    gate.set()  # were the reconnect still going, it could finish now
+    with pytest.raises(HostError, match="nothing was run"):
+        await command
+    assert runner._link is None
+    assert ssh_server.state.connections  # the reconnect's
+    for conn in ssh_server.state.connections:
+        await asyncio.wait_for(conn.wait_closed(), 5)
+    assert "echo two" not in " ".join(ssh_server.state.commands)
+    gc.collect()
+    assert loop_errors == []
+
+
+async def test_close_while_a_command_runs_does_not_wait_for_it(
+    runner: SSHRunner, ssh_server: InProcessSSHServer
+) -> None:
+    started = asyncio.Event()
+    command = asyncio.ensure_future(
+        runner.run("echo started; sleep 4709", timeout=30, on_output=lambda t: started.set())
+    )
+    await started.wait()
+    await runner.close()
+    result = await command
+    assert result.connection_lost and result.output.text() == "started\n"
+    for conn in ssh_server.state.connections:
+        await asyncio.wait_for(conn.wait_closed(), 5)
+    assert (await runner.run("echo again", timeout=5)).output.text() == "again\n"
 
 
 async def test_a_failed_reconnect_is_a_host_error(

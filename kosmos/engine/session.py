@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import traceback
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from kosmos.engine import history
@@ -22,6 +24,7 @@ from kosmos.engine.resume import Resumed
 from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
     EXIT_DONE,
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
     HostError,
     InputNeeded,
@@ -49,7 +52,7 @@ from kosmos.events import (
     RunStarted,
 )
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
-from kosmos.hosts.runner import CommandResult, Runner
+from kosmos.hosts.runner import CommandResult, FileUnreadable, Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -58,6 +61,15 @@ from kosmos.skills.model import Skill
 __all__ = ["LLM_MAX_BYTES", "LLM_MAX_LINES", "Session", "SessionOptions"]
 
 State = Literal["idle", "waiting_cmd", "waiting_user", "done"]
+
+# What the run was doing in each state, for the line an unexpected error ends it with.
+_DOING: dict[str, str] = {
+    "idle": "waiting for the LLM",
+    "waiting_cmd": "running a command",
+    "waiting_user": "waiting for an answer",
+    "done": "finishing",
+}
+_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -198,6 +210,8 @@ class Session:
         except asyncio.CancelledError:
             self._finish("aborted", "interrupted by the operator", EXIT_INTERRUPTED)
             raise
+        except Exception as e:  # noqa: BLE001 - whatever the fault, the run ends with its result
+            return self._finish("error", self._unexpected(e), EXIT_FAILED)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -228,8 +242,14 @@ class Session:
 
     async def _start(self) -> None:
         knowledge_text = None
+
+        def skipped(error: FileUnreadable) -> None:
+            self.emit(Notice(message=f"knowledge file skipped: {error}"))
+
         try:
-            knowledge = await load_knowledge(self.runner, timeout=self.options.knowledge_timeout)
+            knowledge = await load_knowledge(
+                self.runner, timeout=self.options.knowledge_timeout, on_skip=skipped
+            )
         except KnowledgeTimeout as e:
             self.emit(Notice(message=f"knowledge file skipped: {e}"))
             knowledge = None
@@ -452,6 +472,25 @@ class Session:
             raise InputNeeded(f"the skill needs an answer to: {_preview(parsed.text)}")
         self.emit(Answer(step=step, question=parsed.text, answer=answer, required=parsed.required))
         return self.prompts.user_response(answer or "", self.step, self.options.max_steps)
+
+    def _unexpected(self, error: Exception) -> str:
+        """One line for a fault kosmos has no message for: what, where, and what to do."""
+        doing = "starting the run" if self.step == 0 else _DOING[self.state]
+        text = " ".join(str(error).split()) or "no details"
+        if len(text) > 300:
+            text = text[:299] + "…"
+        where = ""
+        for frame in reversed(traceback.extract_tb(error.__traceback__)):
+            path = Path(frame.filename).resolve()
+            if path.is_relative_to(_PACKAGE):
+                where = f" at {path.relative_to(_PACKAGE.parent)}:{frame.lineno}"
+                break
+        report = f"the transcript {self.transcript}" if self.transcript else "this line"
+        return (
+            f"step {max(self.reached, 1)}: unexpected {type(error).__name__} while {doing}: "
+            f"{text}{where}; the run stopped. Unless it names a fault of this machine or the "
+            f"host, report it as a kosmos bug with {report}"
+        )
 
     def _finish(self, status: str, message: str, exit_code: int) -> RunFinished:
         self.state = "done"

@@ -3,7 +3,9 @@
 asyncssh reads the config, default keys and the agent. kosmos adds what an operator expects
 from `ssh` on top: a strict host-key check that can ask a person about a new key (and never
 accepts a changed one), ProxyJump hops checked the same way, a passphrase typed for an
-encrypted key when no agent holds it, and one clear line per failure (exit 6).
+encrypted key when no agent holds it, and one clear line per failure (exit 6). A config
+file that cannot be read or parsed is such a failure, found before anything connects: read
+as missing, it would send the connection somewhere else.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +43,10 @@ class ConnectFailed(HostError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class SSHConfigError(HostError):
+    """~/.ssh/config (or a file it includes) cannot be read or parsed: nothing is connected."""
 
 
 class _Client(asyncssh.SSHClient):
@@ -133,7 +140,7 @@ class Connector:
         self.locked_keys: list[Path] = []
         # Parsed settings per (host, user, port), kept while ~/.ssh/config is unchanged: a
         # connect looks them up several times (ProxyJump, keys, messages).
-        self._configs: dict[tuple[str, str | None, int | None], SSHClientConfig | None] = {}
+        self._configs: dict[tuple[str, str | None, int | None], SSHClientConfig] = {}
         self._configs_stamp: tuple[int, int] | None = None
         self._local_user: str | None = None
 
@@ -160,10 +167,12 @@ class Connector:
 
     def _config_paths(self) -> list[str]:
         path = self.ssh_dir / "config"
-        return [str(path)] if path.is_file() else []
+        # Not is_file(): a config that is there but cannot be read (a link loop, a folder) is
+        # an error _load_config reports, not a missing file to connect without.
+        return [str(path)] if os.path.lexists(path) else []
 
-    def _config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig | None:
-        """The ssh_config settings for one host, or None if asyncssh cannot give them."""
+    def _config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig:
+        """The ssh_config settings for one host; raises SSHConfigError when they cannot be had."""
         try:
             stat = (self.ssh_dir / "config").stat()
             stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
@@ -177,21 +186,35 @@ class Connector:
             self._configs[key] = self._load_config(host, user, port)
         return self._configs[key]
 
-    def _load_config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig | None:
+    def _load_config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig:
+        if self._local_user is None:
+            self._local_user = _local_user()
+        paths = self._config_paths()
         try:
-            if self._local_user is None:
-                self._local_user = getpass.getuser()
             return SSHClientConfig.load(
-                None, self._config_paths(), False, False, False, self._local_user,
-                user or (), host, port or (),
+                None, paths, False, False, False, self._local_user, user or (), host, port or (),
             )  # fmt: skip
-        except Exception:  # noqa: BLE001 - asyncssh then reads the config itself
-            return None
+        except OSError as e:
+            name = e.filename or (paths[0] if paths else self.ssh_dir / "config")
+            raise SSHConfigError(
+                f"{host}: cannot read {name} ({e.strerror or e}); fix it or move it aside, "
+                "kosmos connects only with the ssh_config it can read"
+            ) from None
+        except ValueError as e:
+            # asyncssh's ConfigParseError: "PATH line N: what is wrong".
+            raise SSHConfigError(
+                f"{host}: {e}; fix that line (`ssh -G {host}` shows how OpenSSH reads the file)"
+            ) from None
+        except Exception as e:  # noqa: BLE001 - whatever asyncssh trips on, it is the file
+            where = paths[0] if paths else self.ssh_dir / "config"
+            raise SSHConfigError(
+                f"{host}: cannot use {where} ({type(e).__name__}: {e}); check it with "
+                f"`ssh -G {host}`"
+            ) from None
 
     def _jumps(self, host: str, user: str | None, port: int | None, depth: int = 0) -> list[_Hop]:
         """The ProxyJump chain in front of a host, each hop's own ProxyJump first."""
-        config = self._config(host, user, port)
-        value = config.get("ProxyJump") if config is not None else None
+        value = self._config(host, user, port).get("ProxyJump")
         if not value or str(value).lower() == "none":
             return []
         if depth >= MAX_JUMPS:
@@ -208,7 +231,10 @@ class Connector:
 
     def _where(self, hop: _Hop) -> tuple[str, int, str]:
         """HostName, Port and User that ssh_config gives the hop (for messages)."""
-        config = self._config(hop.host, hop.user, hop.port)
+        try:
+            config: SSHClientConfig | None = self._config(hop.host, hop.user, hop.port)
+        except SSHConfigError:
+            config = None  # a message about another failure still names the hop as given
         host = str(config.get("Hostname", hop.host)) if config else hop.host
         port = int(config.get("Port", hop.port or 22)) if config else hop.port or 22
         user = hop.user or (str(config.get("User", "")) if config else "") or getpass.getuser()
@@ -232,8 +258,7 @@ class Connector:
                 pass
             finally:
                 agent.close()
-        config = self._config(hop.host, hop.user, hop.port)
-        configured = config.get("IdentityFile", ()) if config is not None else ()
+        configured = self._config(hop.host, hop.user, hop.port).get("IdentityFile", ())
         files = [Path(str(f)).expanduser() for f in configured] or [
             self.ssh_dir / name for name in DEFAULT_KEYS
         ]
@@ -371,6 +396,14 @@ class Connector:
         return ConnectFailed(
             f"{name}: cannot connect to {at}: {text}; try: {hop.ssh_command}", "other"
         )
+
+
+def _local_user() -> str:
+    """This machine's user name, as ssh_config's `%u` and `Match localuser` see it."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no name for this uid (a bare container): use the number
+        return str(os.getuid())
 
 
 def _needs_passphrase(path: Path) -> bool:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from kosmos.hosts.runner import ReadTimeout, Runner
+from kosmos.hosts.runner import FileUnreadable, ReadTimeout, Runner
 
 # seed 001: the file name is spelled `promt`; kosmos-panel hosts have it under that name.
 KNOWLEDGE_PATHS = (
@@ -25,10 +26,27 @@ class KnowledgeTimeout(Exception):
         self.path = path
 
 
-async def load_knowledge(runner: Runner, *, timeout: float) -> Knowledge | None:
-    """The first knowledge file found on the host, or None; a slow read raises KnowledgeTimeout."""
-    try:
-        found = await runner.read_first(KNOWLEDGE_PATHS, timeout=timeout)
-    except ReadTimeout as e:
-        raise KnowledgeTimeout(e.path, timeout) from e
-    return Knowledge(*found) if found is not None else None
+async def load_knowledge(
+    runner: Runner,
+    *,
+    timeout: float,
+    on_skip: Callable[[FileUnreadable], None] | None = None,
+) -> Knowledge | None:
+    """The first knowledge file found on the host, or None; a slow read raises KnowledgeTimeout.
+
+    A file that is there but cannot be read is passed over as a missing one is (the next path
+    is tried), and `on_skip` hears which file it was and why.
+    """
+    paths: tuple[str, ...] = KNOWLEDGE_PATHS
+    while paths:
+        try:
+            found = await runner.read_first(paths, timeout=timeout)
+        except ReadTimeout as e:
+            raise KnowledgeTimeout(e.path, timeout) from e
+        except FileUnreadable as e:
+            if on_skip is not None:
+                on_skip(e)
+            paths = paths[paths.index(e.path) + 1 :] if e.path in paths else ()
+            continue
+        return Knowledge(*found) if found is not None else None
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -12,13 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos.hosts.runner import (
+    BROKEN_LINK,
     COMMAND_ENV,
+    READ_FILE_LIMIT,
+    TOO_LARGE,
     CommandResult,
+    FileUnreadable,
     OnOutput,
     OutputBuffer,
     Shell,
     StreamDecoder,
     read_first_each,
+    unreadable,
 )
 
 READ_CHUNK = 64 * 1024
@@ -176,9 +182,20 @@ class LocalRunner:
 
         def read() -> str | None:
             try:
-                return target.read_bytes().decode("utf-8", errors="replace")
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                with target.open("rb") as f:
+                    data = f.read(READ_FILE_LIMIT + 1)
+            except (FileNotFoundError, NotADirectoryError):
+                if target.is_symlink():
+                    raise FileUnreadable(path, BROKEN_LINK) from None
                 return None
+            except IsADirectoryError:
+                return None
+            except OSError as e:
+                reason = BROKEN_LINK if e.errno == errno.ELOOP else unreadable(e.strerror or str(e))
+                raise FileUnreadable(path, reason) from None
+            if len(data) > READ_FILE_LIMIT:
+                raise FileUnreadable(path, TOO_LARGE)
+            return data.decode("utf-8", errors="replace")
 
         async with asyncio.timeout(timeout):
             return await asyncio.to_thread(read)

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from kosmos.errors import UsageError
+
 # Set for every command, locally and over SSH: no pager may block a run, and `git status`
 # must not take the index lock to refresh it (a read-only command writes nothing).
 COMMAND_ENV = {
@@ -23,6 +25,27 @@ COMMAND_ENV = {
 TRANSCRIPT_HEAD = 512 * 1024
 TRANSCRIPT_TAIL = 512 * 1024
 
+# The most of one file read_file and read_first take (knowledge, SKILL.md files are far smaller).
+# A larger file is refused, not cut: the first 4 MiB of a skill or of a host's notes would be
+# another text, and no LLM takes that much as a system prompt anyway.
+READ_FILE_LIMIT = 4 * 1024 * 1024
+TOO_LARGE = (
+    f"larger than {READ_FILE_LIMIT // (1024 * 1024)} MiB, the most kosmos reads of a file; "
+    "shorten it"
+)
+
+# Why a file that is there cannot be used (FileUnreadable.reason), each with what to do.
+BROKEN_LINK = (
+    "a symbolic link that leads nowhere (its target is missing, or it loops); fix or remove it"
+)
+
+
+def unreadable(why: str) -> str:
+    """The reason for a file the system refused to read; `why` is its complaint."""
+    hint = "; check its owner and mode" if "permission" in why.lower() else ""
+    return f"cannot be read ({why}){hint}"
+
+
 OnOutput = Callable[[str], None]
 
 # The shell a host runs commands under, as the approval policy reads it: `bash` where bash
@@ -36,6 +59,15 @@ class ReadTimeout(TimeoutError):
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__(f"reading {path} took longer than {timeout:g} s")
         self.path = path
+
+
+class FileUnreadable(UsageError):
+    """`path` is there but kosmos cannot use it; `reason` says why and what to do."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class OutputBuffer:
@@ -55,8 +87,8 @@ class OutputBuffer:
         if room > 0:
             self.head += data[:room]
             data = data[room:]
-        if not data:
-            return
+        if not data or self.tail_limit <= 0:
+            return  # past the head, a buffer without a tail only counts
         self._tail.append(data)
         self._tail_size += len(data)
         while self._tail_size - len(self._tail[0]) >= self.tail_limit:
@@ -74,7 +106,7 @@ class OutputBuffer:
     def data(self, marker: Callable[[int], str] | None = None) -> bytes:
         """The kept bytes, with a marker line where bytes were left out."""
         tail = self.tail()
-        if not tail:
+        if not tail and not self.omitted:
             return bytes(self.head)
         middle = b""
         if self.omitted:
@@ -165,13 +197,19 @@ class Runner(Protocol):
         ...
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
-        """A file's text (`~` and relative paths as a login shell sees them); None if absent."""
+        """A file's text (`~` and relative paths as a login shell sees them); None if absent.
+
+        A file that is there but cannot be used raises FileUnreadable: larger than
+        READ_FILE_LIMIT (TOO_LARGE, and no more of it is read), a link that leads nowhere
+        (BROKEN_LINK), or one the system refuses to read (no permission).
+        """
         ...
 
     async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
         """(path, text) of the first of `paths` that holds more than whitespace, or None.
 
-        Raises ReadTimeout naming the path being read when `timeout` runs out.
+        Raises ReadTimeout naming the path being read when `timeout` runs out, and
+        FileUnreadable naming the path when it is the first found but cannot be used.
         """
         ...
 

@@ -15,14 +15,19 @@ import asyncssh
 from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
 from kosmos.hosts.runner import (
+    BROKEN_LINK,
     COMMAND_ENV,
+    READ_FILE_LIMIT,
+    TOO_LARGE,
     CommandResult,
+    FileUnreadable,
     HostPrompter,
     OnOutput,
     OutputBuffer,
     ReadTimeout,
     StreamDecoder,
     read_first_each,
+    unreadable,
 )
 from kosmos.hosts.target import Target
 
@@ -33,10 +38,11 @@ KILL_GRACE = 0.5
 CLOSE_NOTICE = 1.0
 # How long to wait for the output to end once the group was killed.
 DRAIN_WAIT = 2.0
-# How much of a file read_file returns (knowledge, SKILL.md files are far smaller).
-READ_FILE_LIMIT = 4 * 1024 * 1024
-# read_file's exit status for "no such file": distinct from cat's own failures.
+# read_file's exit statuses for "no such file", "a link that leads nowhere" and "the system
+# refused the read": distinct from cat's own failures.
 MISSING = 44
+LINK_NOWHERE = 45
+REFUSED = 46
 
 # The first line on the stderr channel names the command's process group, so that a timeout or
 # a cancel can end the whole tree. sshd starts every session with setsid(), so the shell is a
@@ -70,6 +76,14 @@ def _kill_script(pgid: int) -> str:
     return f"exec sh -c {shlex.quote(script)}"
 
 
+def _complaint(output: bytes) -> str:
+    """What `cat: FILE: Permission denied` says is wrong: the end of its last line."""
+    lines = [line for line in output.decode(errors="replace").splitlines() if line.strip()]
+    if not lines:
+        return "no reason given"
+    return lines[-1].rsplit(": ", 1)[-1].strip()
+
+
 def _remote_path(path: str) -> str:
     """`~/x` as "$HOME"/'x' (so the shell expands only the home), anything else quoted."""
     if path == "~":
@@ -77,6 +91,23 @@ def _remote_path(path: str) -> str:
     if path.startswith("~/"):
         return '"$HOME"/' + shlex.quote(path[2:])
     return shlex.quote(path)
+
+
+class RunnerClosed(HostError):
+    """`close()` came first: the command never started and no connection was opened for it."""
+
+
+class CommandNotStarted(HostError):
+    """The server took the request to run a command but did not start it within its timeout.
+
+    Whether it ran is unknown; the connection is closed (a half-open channel cannot be), and
+    the next command reconnects.
+    """
+
+
+def _retrieve(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 class SSHRunner:
@@ -113,6 +144,11 @@ class SSHRunner:
         # Whether the login shell runs the prologue itself; None until a command has said.
         self._posix: bool | None = None
         self._lock = asyncio.Lock()
+        # Why kosmos itself closed the connection, for the notice when the next command reconnects.
+        self._dropped: str | None = None
+        # Counts close() calls: what began before one must not open a connection after it.
+        self._epoch = 0
+        self._opening: asyncio.Future[Link] | None = None
 
     # -- the connection ----------------------------------------------------------------------
 
@@ -125,8 +161,23 @@ class SSHRunner:
         if self._link is not None:
             await self._link.close()
             self._link = None
-        self._link = await self.connector.open()
+        epoch = self._epoch
+        opening = asyncio.ensure_future(self.connector.open())
+        self._opening = opening
+        try:
+            link = await opening
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if epoch != self._epoch and not (task is not None and task.cancelling()):
+                raise RunnerClosed(
+                    f"{self.name}: closed while connecting; nothing was run"
+                ) from None
+            raise
+        finally:
+            self._opening = None
+        self._link = link
         self._connected_once = True
+        self._dropped = None
         # Learnt from the first command's group line: no round trip of its own.
         self._posix = None
 
@@ -135,18 +186,29 @@ class SSHRunner:
             name = shell.decode(errors="replace").strip().rsplit("/", 1)[-1]
             self._posix = name in POSIX_SHELLS
 
-    async def _conn(self) -> asyncssh.SSHClientConnection:
-        """The open connection; reconnects once if it dropped since the last command."""
+    async def _conn(self, epoch: int) -> asyncssh.SSHClientConnection:
+        """The open connection; reconnects once if it dropped since the last command.
+
+        `epoch` is the runner's when the command began: after a `close()` since, it does not
+        open another connection.
+        """
         async with self._lock:
+            if epoch != self._epoch:
+                raise RunnerClosed(
+                    f"{self.name}: the connection was closed before the command started; "
+                    "nothing was run"
+                )
             link = self._link
             if link is not None and not link.is_closed:
                 return link.conn
             if not self._connected_once:
                 await self._open()
             else:
-                reason = (link.client.lost_reason if link else None) or "closed"
+                reason = self._dropped or (link.client.lost_reason if link else None) or "closed"
                 try:
                     await self._open()
+                except RunnerClosed:
+                    raise
                 except HostError as e:
                     raise HostError(
                         f"{self.name}: the connection was lost ({reason}) and reconnecting "
@@ -157,10 +219,28 @@ class SSHRunner:
             assert self._link is not None
             return self._link.conn
 
+    async def _drop(self, link: Link, reason: str) -> None:
+        """Close `link` for `reason`, which the next reconnect's notice gives."""
+        async with self._lock:
+            if self._link is link:
+                self._dropped = reason
+            await link.close()
+
     async def close(self) -> None:
-        if self._link is not None:
-            await self._link.close()
-            self._link = None
+        """Close the connection; once this returns, none is open.
+
+        A connect or reconnect under way is abandoned (its caller gets RunnerClosed), and a
+        command that began before the close does not reconnect. A running command does not hold
+        the lock, so closing never waits for one: its channel ends with the connection. A
+        command begun after the close connects anew.
+        """
+        self._epoch += 1
+        if self._opening is not None:
+            self._opening.cancel()
+        async with self._lock:
+            if self._link is not None:
+                await self._link.close()
+                self._link = None
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -185,28 +265,42 @@ class SSHRunner:
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
         target = _remote_path(path)
-        command = f'f={target}; [ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f"'
-        result = await self._exec(
-            command,
-            wrap(command, posix_login_shell=bool(self._posix)),
-            timeout=timeout,
-            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+        command = (
+            f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
+            f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f" 2>&1'
         )
+        try:
+            result = await self._exec(
+                command,
+                wrap(command, posix_login_shell=bool(self._posix)),
+                timeout=timeout,
+                buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+                limit=READ_FILE_LIMIT,
+            )
+        except CommandNotStarted as e:
+            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s") from e
+        if result.output.total > READ_FILE_LIMIT:
+            raise FileUnreadable(path, TOO_LARGE)
         if result.timed_out:
             raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
         if result.connection_lost:
             raise HostError(f"{self.name}: the connection was lost while reading {path}")
-        if result.exit_code != 0:
+        if result.exit_code == MISSING:
             return None
+        if result.exit_code == LINK_NOWHERE:
+            raise FileUnreadable(path, BROKEN_LINK)
+        if result.exit_code != 0:
+            raise FileUnreadable(path, unreadable(_complaint(result.output.data())))
         return result.output.data().decode("utf-8", errors="replace")
 
     async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
         """One command for all of `paths`: each read costs a round trip to the host.
 
         The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
-        timeout names the path being read. A file that is there but blank to `grep` is passed
-        over as read_first_each does; a host without grep, and the rare file of Unicode-only
-        blanks, get one read per path instead.
+        timeout or an unreadable file names its path. A file that is there but blank to `grep`
+        is passed over as read_first_each does; a host without grep, and the rare file of
+        Unicode-only blanks, get one read per path instead. grep's complaint about a file it
+        cannot read (exit status 2) is the reason FileUnreadable gives.
         """
         if not paths:
             return None
@@ -214,17 +308,25 @@ class SSHRunner:
         command = (
             "command -v grep >/dev/null 2>&1 || exit 1; "
             f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
-            '[ -e "$f" ] && [ ! -d "$f" ] && grep -q \'[^[:space:]]\' "$f" 2>/dev/null '
-            '&& { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f'[ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
+            'if [ -e "$f" ] && [ ! -d "$f" ]; then grep -q \'[^[:space:]]\' "$f" 2>&1; r=$?; '
+            '[ "$r" -eq 0 ] && { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f'[ "$r" -eq 1 ] || exit {REFUSED}; fi; '
             f"i=$((i+1)); done; exit {MISSING}"
         )
-        result = await self._exec(
-            command,
-            wrap(command, posix_login_shell=bool(self._posix)),
-            timeout=timeout,
-            buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
-        )
-        data = result.output.data()
+        # Room for the `try`/`hit` lines in front of the file.
+        limit = READ_FILE_LIMIT + 16 * (len(paths) + 1)
+        try:
+            result = await self._exec(
+                command,
+                wrap(command, posix_login_shell=bool(self._posix)),
+                timeout=timeout,
+                buffer=OutputBuffer(head=limit, tail=0),
+                limit=limit,
+            )
+        except CommandNotStarted as e:
+            raise ReadTimeout(paths[0], timeout) from e
+        data = bytes(result.output.head)
         tried, hit, text = 0, None, b""
         while data:
             line, _, rest = data.partition(b"\n")
@@ -237,10 +339,19 @@ class SSHRunner:
                 hit, text = int(number), rest
                 break
             data = rest
+        if hit is not None and hit < len(paths):
+            lines = len(result.output.head) - len(text)
+            if result.output.total - lines > READ_FILE_LIMIT:
+                raise FileUnreadable(paths[hit], TOO_LARGE)
         if result.timed_out:
             raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
         if result.connection_lost:
             raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
+        if hit is None and tried < len(paths):
+            if result.exit_code == LINK_NOWHERE:
+                raise FileUnreadable(paths[tried], BROKEN_LINK)
+            if result.exit_code == REFUSED:
+                raise FileUnreadable(paths[tried], unreadable(_complaint(data)))
         if hit is None or result.exit_code != 0 or hit >= len(paths):
             return None if result.exit_code == MISSING else await self._read_each(paths, timeout)
         decoded = text.decode("utf-8", errors="replace")
@@ -261,15 +372,30 @@ class SSHRunner:
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
+        limit: int | None = None,
     ) -> CommandResult:
+        """Run `remote`; past `limit` bytes of output the command is ended as by `stop`."""
         start = time.monotonic()
+        loop = asyncio.get_running_loop()
+        epoch = self._epoch
         for attempt in range(2):
-            conn = await self._conn()
+            conn = await self._conn(epoch)
             assert self._link is not None
             link = self._link
+            # The command's timeout covers starting it too: a server can take the channel and
+            # then never answer the request to run the command.
+            deadline = loop.time() + timeout
             try:
-                proc = await conn.create_process(remote, encoding=None)
+                async with asyncio.timeout_at(deadline):
+                    proc = await conn.create_process(remote, encoding=None)
                 break
+            except TimeoutError:
+                await self._drop(link, f"the server did not start a command within {timeout:g} s")
+                raise CommandNotStarted(
+                    f"{self.name}: the server did not start the command within {timeout:g} s; "
+                    "kosmos closed the connection and the next try reconnects; if this "
+                    "repeats, check the host's load and its sshd log"
+                ) from None
             except (asyncssh.Error, OSError) as e:
                 if not link.is_closed:
                     # A connection cut under us can fail here before its end is noticed.
@@ -287,9 +413,12 @@ class SSHRunner:
         pgid: list[int] = []
         pgid_known = asyncio.Event()
         decoder = StreamDecoder()
+        full = asyncio.Event() if limit is not None else None
 
         def feed(data: bytes) -> None:
             buffer.feed(data)
+            if full is not None and limit is not None and buffer.total > limit:
+                full.set()
             if on_output:
                 text = decoder.decode(data)
                 if text:
@@ -323,10 +452,26 @@ class SSHRunner:
             pgid_known.set()
 
         async def finished() -> None:
-            with contextlib.suppress(asyncssh.Error, OSError):
-                await asyncio.gather(pump_stdout(), pump_stderr())
+            # One pump failing ends the other and the channel: a lone pump would read on, and
+            # hold the channel open, long after its partner's error was reported.
+            pumps = [asyncio.ensure_future(pump_stdout()), asyncio.ensure_future(pump_stderr())]
+            try:
+                await asyncio.wait(pumps, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+                ends = await asyncio.gather(*pumps, return_exceptions=True)
+                pgid_known.set()  # no group line can come any more
+            errors = [e for e in ends if isinstance(e, Exception)]
+            if errors:
+                proc.close()
             with contextlib.suppress(asyncssh.Error, OSError):
                 await proc.wait_closed()
+            for error in errors:
+                # A dropped connection is the result's `connection_lost`; anything else is a
+                # fault the caller must hear of.
+                if not isinstance(error, asyncssh.Error | OSError):
+                    raise error
 
         # A command that has already ended (or a dropped connection) cannot take its stdin.
         with contextlib.suppress(asyncssh.Error, OSError):
@@ -335,27 +480,34 @@ class SSHRunner:
             proc.stdin.write_eof()
 
         work = asyncio.ensure_future(finished())
-        waiters: set[asyncio.Future[object]] = {work}
-        stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-        if stopper is not None:
-            waiters.add(stopper)
+        # Its failure is raised below; on a cancel it is seen here, never left unretrieved.
+        work.add_done_callback(_retrieve)
+        stoppers = [asyncio.ensure_future(e.wait()) for e in (stop, full) if e is not None]
+        waiters: set[asyncio.Future[object]] = {work, *stoppers}
         lost = asyncio.ensure_future(link.client.closed.wait())
         timed_out = cancelled = False
         try:
             done, _ = await asyncio.wait(
-                waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                waiters,
+                timeout=max(0.0, deadline - loop.time()),
+                return_when=asyncio.FIRST_COMPLETED,
             )
             if work not in done:
-                timed_out = stopper is None or stopper not in done
+                timed_out = not done
                 cancelled = not timed_out
+                await self._end(link, proc, pgid, pgid_known, work)
+            elif work.exception() is not None:
+                # The output could not be taken: the command may still be running.
                 await self._end(link, proc, pgid, pgid_known, work)
         except asyncio.CancelledError:
             await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
             raise
         finally:
-            for task in (stopper, lost):
-                if task is not None:
-                    task.cancel()
+            for task in (*stoppers, lost):
+                task.cancel()
+        failure = None if work.cancelled() else work.exception()
+        if failure is not None:
+            raise failure
         if on_output:
             tail = decoder.decode(b"", final=True)
             if tail:
@@ -398,11 +550,10 @@ class SSHRunner:
         else:
             with contextlib.suppress(asyncssh.Error, OSError):
                 proc.send_signal("KILL")
-        try:
-            await asyncio.wait_for(asyncio.shield(work), DRAIN_WAIT)
-        except TimeoutError:
+        # asyncio.wait, not wait_for: a pump's failure stays in `work` for the caller to raise.
+        await asyncio.wait([work], timeout=DRAIN_WAIT)
+        if not work.done():
             # Something outside the group still holds the output open: stop reading.
             proc.close()
             work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
+            await asyncio.wait([work])

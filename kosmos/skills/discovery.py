@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kosmos.errors import SkillError, SkillNotFound
-from kosmos.hosts.runner import Runner
+from kosmos.hosts.runner import FileUnreadable, Runner
 from kosmos.resources import bundled_skills_dir
 from kosmos.skills.loader import load_skill_file, parse_skill
 from kosmos.skills.model import Skill
@@ -218,7 +218,7 @@ async def find_remote_skill(runner: Runner, name: str, *, timeout: float) -> Ski
     `name` may be a nested folder path (`lin/deploy`); a name that could leave the skills folder
     (`..`, absolute) is never read and gives None. A timeout raises TimeoutError from the
     runner: whether that means "no such skill" is the caller's decision. A file that is there
-    but broken raises SkillError.
+    but broken raises SkillError; one that cannot be read (too large) raises FileUnreadable.
     """
     name = name.strip().strip("/")
     if not _REMOTE_NAME.match(name) or ".." in name.split("/"):
@@ -237,8 +237,9 @@ async def list_remote_skills(
 ) -> list[Skill]:
     """Every SKILL.md under `~/.config/kosmos-panel/skills` on the runner's host (4 levels deep).
 
-    `timeout` bounds the whole listing; past it TimeoutError propagates. A broken file is
-    reported into `errors` when given (the others still load), else its SkillError is raised.
+    `timeout` bounds the whole listing; past it TimeoutError propagates. A broken or unreadable
+    file is reported into `errors` when given (the others still load), else its SkillError or
+    FileUnreadable is raised.
     """
     command = f"find {REMOTE_SKILLS_DIR} -maxdepth 4 -name {SKILL_FILE} 2>/dev/null"
     skills: list[Skill] = []
@@ -252,7 +253,13 @@ async def list_remote_skills(
             if line.strip().endswith("/" + SKILL_FILE)
         )
         for path in paths:
-            text = await runner.read_file(path, timeout=timeout)
+            try:
+                text = await runner.read_file(path, timeout=timeout)
+            except FileUnreadable as e:
+                if errors is None:
+                    raise
+                errors.append(str(e))
+                continue
             if text is None:  # removed since `find` saw it
                 continue
             ref = _remote_ref(path)
