@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kosmos.engine.guard import LineRedactor, redact_event
+from kosmos.events import CommandFinished
 from kosmos.safety import MASK, Redactor
+from kosmos.transcript import Transcript
+
+# Streamed output arrives in chunks of any size: one byte, a few, a whole read.
+CHUNK_SIZES = [1, 7, 4096]
+
+
+def streamed(redactor: Redactor, text: str, size: int) -> str:
+    """What the screen shows of `text` when it arrives in chunks of `size` characters."""
+    lines = LineRedactor(redactor)
+    shown = [lines.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    return "".join(shown) + lines.flush()
+
+
+def transcribed(redactor: Redactor, text: str, path: Path) -> str:
+    """The transcript's record of a command that printed `text`."""
+    event = CommandFinished(
+        step=1,
+        command="cat",
+        exit_code=0,
+        duration_s=0.1,
+        bytes=len(text),
+        output=text,
+        sent_to_llm=redactor(text),
+    )
+    writer = Transcript(path)
+    writer.write(redact_event(event, redactor))
+    writer.close()
+    return path.read_text()
+
 
 # Canaries: each line holds one secret (the second item) that must not survive redaction,
 # and the label (the third item) that must.
@@ -263,3 +296,72 @@ def test_a_secret_added_later_masks_text_seen_before() -> None:
     redactor.add("hunter2-Zq9")
     assert redactor(line) == f"login ok for {MASK} at 10:02"
     assert redactor(line) == f"login ok for {MASK} at 10:02"
+
+
+KEY_LINES = PRIVATE_KEY.split("\n")[1:-1]
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_a_key_block_streamed_in_chunks_is_masked_on_screen_and_in_the_transcript(
+    size: int, tmp_path: Path
+) -> None:
+    redactor = Redactor()
+    text = f"$ cat key\n{PRIVATE_KEY}\n$ cat other\n{PRIVATE_KEY.replace('OPENSSH', 'RSA')}\nok\n"
+    screen = streamed(redactor, text, size)
+    transcript = transcribed(redactor, text, tmp_path / "t.jsonl")
+    for line in KEY_LINES:
+        assert line not in screen
+        assert line not in transcript
+    # However it was cut, the screen shows what redacting the whole output shows.
+    assert screen == redactor(text)
+    assert screen.endswith(
+        f"-----BEGIN RSA PRIVATE KEY-----{MASK}-----END RSA PRIVATE KEY-----\nok\n"
+    )
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_a_streamed_key_without_its_end_is_masked_to_the_end(size: int) -> None:
+    redactor = Redactor()
+    text = "before\n" + PRIVATE_KEY.rsplit("\n", 1)[0] + "\n[... 40 lines cut ...]\nmore"
+    screen = streamed(redactor, text, size)
+    assert screen == f"before\n-----BEGIN OPENSSH PRIVATE KEY-----{MASK}"
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_putty_private_lines_streamed_in_chunks_are_masked(size: int, tmp_path: Path) -> None:
+    redactor = Redactor()
+    text = (
+        "PuTTY-User-Key-File-3: ssh-rsa\nPublic-Lines: 1\nAAAAB3NzaC1yc2E\n"
+        "Private-Lines: 3\nAAAIcanaryCANARY1\nAAAIcanaryCANARY2\r\nAAAIcanaryCANARY3\n"
+        "Private-MAC: ab\n"
+    )
+    screen = streamed(redactor, text, size)
+    transcript = transcribed(redactor, text, tmp_path / "t.jsonl")
+    assert "canaryCANARY" not in screen and "canaryCANARY" not in transcript
+    assert screen == redactor(text)
+    assert "Private-Lines: 3\n[REDACTED]\nPrivate-MAC: ab\n" in screen
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_a_key_on_one_long_line_is_masked_when_the_line_is_shown_in_parts(size: int) -> None:
+    """A line too long to wait for is shown in parts; a BEGIN line is never cut in two."""
+    body = "\\n".join(KEY_LINES)
+    for lead in range(4040, 4100, 7):  # the BEGIN line straddles where the line is cut
+        text = (
+            "a" * lead
+            + "-----BEGIN PRIVATE KEY-----\\n"
+            + body
+            + "\\n-----END PRIVATE KEY-----"
+            + "b" * 5000
+            + "\nnext\n"
+        )
+        screen = streamed(Redactor(), text, size)
+        assert "canaryCANARY" not in screen and "b3BlbnNzaC1rZXkt" not in screen
+        assert screen.endswith("b" * 5000 + "\nnext\n")
+
+
+def test_redacting_a_masked_putty_key_again_changes_nothing() -> None:
+    redactor = Redactor()
+    once = redactor("Private-Lines: 1\nAAAAIcanaryCANARY\nPrivate-MAC: ab")
+    assert once == f"Private-Lines: 1\n{MASK}\nPrivate-MAC: ab"
+    assert redactor(once) == once

@@ -24,18 +24,21 @@ placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null
 alone; a quoted one is always masked. Hex strings are never guessed at: git SHAs and UUIDs
 pass through.
 
-The redactor is stateless between calls: a caller that streams output should redact whole
-lines (or whole outputs), or a key block split across two chunks shows its second half.
+The redactor is stateless between calls. A caller that streams output redacts whole lines
+and carries multi-line secrets over from chunk to chunk: `open_block` says whether a chunk
+ends inside a private key (or PuTTY's private lines), and `block_end` where, in a later
+chunk, that block ends; everything before it is secret (`kosmos.engine.guard.LineRedactor`).
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["MASK", "Redactor"]
+__all__ = ["MASK", "Redactor", "block_end", "open_block"]
 
 MASK = "[REDACTED]"
 
@@ -70,7 +73,13 @@ _KEY_TAIL = re.compile(
     r"^(?:[A-Za-z0-9+/=]{16,}\r?\n)+(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
     re.MULTILINE,
 )
-_PUTTY_KEY = re.compile(r"(Private-Lines:[ \t]*\d+[ \t]*\r?\n)(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+")
+_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+# A PuTTY key's private lines follow its `Private-Lines: N` line. A line already masked
+# counts as one of them, so that redacting twice changes nothing.
+_PUTTY_LINES = re.compile(rf"(?:(?:[A-Za-z0-9+/=]+|{re.escape(MASK)})(?:\r?\n|\r|\Z))*")
+_PUTTY_KEY = re.compile(rf"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|\r)){_PUTTY_LINES.pattern}")
+# The same lines at the start of a later chunk, which may begin with the \n of a \r\n.
+_PUTTY_REST = re.compile(rf"\n?{_PUTTY_LINES.pattern}")
 
 # (hints, pattern, replacement). A pattern runs only when one of its hints occurs in the
 # text (lower-cased hints are looked up in the lower-cased text): substring tests are far
@@ -249,6 +258,41 @@ def _key_start(text: str, pos: int) -> int | None:
 
 def _private_key(m: re.Match[str]) -> str:
     return f"{m.group(1)}{MASK}{m.group(2)}"
+
+
+def open_block(text: str) -> str | None:
+    """The multi-line secret that `text` ends inside of: "key", "putty", or None.
+
+    A caller that streams uses it to carry the block over to the next chunk, whose start
+    `block_end` then finds the end of.
+    """
+    if "PRIVATE KEY" in text:
+        key = _last(_PRIVATE_KEY, text)
+        if key is not None and not key.group(2):
+            return "key"  # everything after a BEGIN line without its END is key
+    if "Private-Lines:" in text:
+        putty = _last(_PUTTY_KEY, text)
+        if putty is not None and putty.end() == len(text):
+            return "putty"
+    return None
+
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    last = deque(pattern.finditer(text), maxlen=1)
+    return last[0] if last else None
+
+
+def block_end(text: str, block: str) -> int | None:
+    """Where the `block` that `text` continues ends in it; None when it runs on past it.
+
+    A key ends where its END line starts (the END line is shown); PuTTY's private lines end
+    at the first line that is not base64.
+    """
+    if block == "key":
+        end = _KEY_END.search(text)
+        return end.start() if end else None
+    lines = _PUTTY_REST.match(text)
+    return None if lines is None or lines.end() == len(text) else lines.end()
 
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:
