@@ -9,7 +9,7 @@ import pytest
 from kosmos.engine.guard import LineRedactor, redact_event
 from kosmos.events import CommandFinished
 from kosmos.safety import MASK, Redactor
-from kosmos.transcript import Transcript
+from kosmos.transcript import Transcript, read_transcript
 
 # Streamed output arrives in chunks of any size: one byte, a few, a whole read.
 CHUNK_SIZES = [1, 7, 4096]
@@ -36,7 +36,9 @@ def transcribed(redactor: Redactor, text: str, path: Path) -> str:
     writer = Transcript(path)
     writer.write(redact_event(event, redactor))
     writer.close()
-    return path.read_text()
+    (kept,) = read_transcript(path)
+    assert isinstance(kept, CommandFinished)
+    return f"{kept.output}\n{kept.sent_to_llm}"
 
 
 # Canaries: each line holds one secret (the second item) that must not survive redaction,
@@ -98,6 +100,26 @@ CANARIES = [
     ("mysql -u root -pMyS3cret shop", "MyS3cret", "-p"),
     ("app --password Sup3rS3cret --verbose", "Sup3rS3cret", "--password "),
     ("<password>xmlsecret1</password>", "xmlsecret1", "<password>"),
+    # Django and Flask settings, Rails' secret_key_base
+    ("SECRET_KEY = 'django-insecure-8f#x0z!q2w'", "django-insecure-8f#x0z!q2w", "SECRET_KEY = '"),
+    ('app.config["SECRET_KEY"] = "Zq8-flask-s3cret"', "Zq8-flask-s3cret", '"SECRET_KEY"] = "'),
+    ("  secret_key_base: 9e1c3b7d0a4f", "9e1c3b7d0a4f", "secret_key_base: "),
+    # .netrc, on one line or one entry a line
+    ("machine api.example.com login alice password hunter2x", "hunter2x", "login alice password "),
+    ("machine h password Xy9-netrc login u", "Xy9-netrc", "machine h password "),
+    ("default login anonymous password guest@example.com", "guest@example.com", "password "),
+    ("  password 01234567-89ab-cdef-0123-456789abcdef", "01234567-89ab-cdef", "  password "),
+    # redis.conf, grep's view of it, the server's flags, CONFIG SET
+    ("requirepass foobared2024", "foobared2024", "requirepass "),
+    ("masterauth Rep1icaS3cret", "Rep1icaS3cret", "masterauth "),
+    ("/etc/redis/redis.conf:1036:requirepass 'quoted s3cret'", "quoted s3cret", ":requirepass "),
+    ("redis-server --requirepass S3cretRedis --port 6380", "S3cretRedis", "--requirepass "),
+    ("redis-cli CONFIG SET masterauth n3wpass", "n3wpass", "CONFIG SET masterauth "),
+    # a Kubernetes Secret, as YAML and as JSON
+    ("  tls.key: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JSUV2", "LS0tLS1CRUdJTiBQ", "tls.key: "),
+    ('"server.key": "TUlJRXZnSUJBREFOQmdrcWhraUc5dzBC"', "TUlJRXZnSUJBREFO", '"server.key": "'),
+    ("  db-password: c2VjcmV0cGFzcw==", "c2VjcmV0cGFzcw==", "db-password: "),
+    ("  api.token: dG9rZW4tdmFsdWU=", "dG9rZW4tdmFsdWU=", "api.token: "),
 ]
 
 
@@ -134,6 +156,19 @@ def test_canary_secrets_are_masked_and_their_label_stays(
         "ssh://git@github.com:22/org/repo.git",
         "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
         "bypass=1 author=alice tokens=3 passwords_file=/run/pw",
+        # Kubernetes: a certificate, a size, a path
+        "  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJz",
+        "tls.key:  1704 bytes\nssl_certificate_key /etc/ssl/private/server.key;",
+        "server.key: /etc/ssl/private/server.key",
+        "SECRET_KEY_FILE=/run/secrets/django secretKeyRef: {name: app}",
+        # the word password with no value that looks like one
+        "Forgot your password? Reset it here.",
+        "Changing password for alice.\nThe password is stored in the vault.",
+        "password   required   pam_unix.so obscure yescrypt\n@include common-password",
+        "by default the password is changeme",
+        # redis.conf's own prose
+        '# If the master is password protected (using the "requirepass" configuration',
+        "# The requirepass is not compatible with aclfile option and the ACL LOAD",
     ],
 )
 def test_ordinary_text_is_unchanged(text: str) -> None:
@@ -365,3 +400,46 @@ def test_redacting_a_masked_putty_key_again_changes_nothing() -> None:
     once = redactor("Private-Lines: 1\nAAAAIcanaryCANARY\nPrivate-MAC: ab")
     assert once == f"Private-Lines: 1\n{MASK}\nPrivate-MAC: ab"
     assert redactor(once) == once
+
+
+# Lines whose masked form is known exactly: the label and the rest of the line stay.
+EXACT = [
+    ("machine h login u password x", f"machine h login u password {MASK}"),
+    ("machine h\n  login u\n  password x\n", f"machine h\n  login u\n  password {MASK}\n"),
+    ("requirepass x", f"requirepass {MASK}"),
+    ("# requirepass foobared", f"# requirepass {MASK}"),
+    ('masterauth "two words"', f"masterauth {MASK}"),
+    ("SECRET_KEY = 'abc'", f"SECRET_KEY = '{MASK}'"),
+    (
+        "data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n"
+        "  tls.key: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t\nkind: Secret",
+        f"data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n  tls.key: {MASK}\nkind: Secret",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "masked"), EXACT)
+def test_what_stays_visible_around_a_masked_value(text: str, masked: str) -> None:
+    assert Redactor()(text) == masked
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+@pytest.mark.parametrize(("text", "secret", "label"), CANARIES)
+def test_canary_secrets_streamed_in_chunks_are_masked_on_screen_and_in_the_transcript(
+    text: str, secret: str, label: str, size: int, tmp_path: Path
+) -> None:
+    redactor = Redactor()
+    output = f"$ cat settings\n{text}\n$ echo done\ndone\n"
+    screen = streamed(redactor, output, size)
+    transcript = transcribed(redactor, output, tmp_path / "t.jsonl")
+    assert secret not in screen
+    assert secret not in transcript
+    assert label in screen and MASK in screen
+    assert screen.endswith("\n$ echo done\ndone\n")
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_exact_masks_hold_when_streamed_in_chunks(size: int) -> None:
+    redactor = Redactor()
+    output = "\n".join(text for text, _ in EXACT) + "\n"
+    assert streamed(redactor, output, size) == "\n".join(m for _, m in EXACT) + "\n"

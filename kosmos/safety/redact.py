@@ -5,14 +5,22 @@ A `Redactor` masks, in this order:
 1. the literal secrets it was given (API keys, a sudo password typed at run time) and the
    values of environment variables whose name looks secret, longest first so that a secret
    containing another one does not leak its tail;
-2. private key blocks, to their END line or, when that is missing, to the end of the text;
+2. private key blocks, to their END line or, when that is missing, to the end of the text,
+   and PuTTY's private lines;
 3. what looks like a credential: AWS and Google keys, vendor tokens (GitHub, GitLab, Slack,
    OpenAI-style, Stripe, Hugging Face, npm), JWTs, `Bearer`/`Basic` authorization,
    passwords in URLs and command-line flags, Azure `AccountKey=`, and `key=value`,
-   `key: value`, `"key": "value"` pairs whose key names a secret.
+   `key: value`, `"key": "value"`, `config["KEY"] = "value"` pairs whose key names a
+   secret (`SECRET_KEY = '...'` in Django and Flask settings among them);
+4. passwords in config files that have no `=` or `:`: `.netrc` (`machine h login u password
+   x`, or the `password x` line of an entry spread over lines), redis.conf (`requirepass x`,
+   `masterauth x`, also as grep shows them and in `CONFIG SET`), and a Kubernetes Secret's
+   values under keys ending in `.key` (`tls.key: <base64>`; keys ending in `password` or
+   `token` are pairs already).
 
 Labels stay visible (`password=[REDACTED]`, `Bearer [REDACTED]`, `ghp_[REDACTED]`,
-`https://user:[REDACTED]@host`) so the reader still knows what was there.
+`https://user:[REDACTED]@host`, `requirepass [REDACTED]`) so the reader still knows what was
+there.
 
 Judgement calls: environment values shorter than 6 characters, plain paths, and variables
 named like sockets, files, directories, URLs or IDs (SSH_AUTH_SOCK, GIT_ASKPASS,
@@ -20,9 +28,14 @@ XAUTHORITY, ..._FILE, ..._DIR) are not treated as secrets: masking them everywhe
 mangle ordinary output. A key must end in the secret word (`db_password`, `api_key`,
 `PGPASSWORD`) so `max_tokens=512`, `key_size=2048` and `tokenizer: bpe` stay readable;
 `PWD=/home/me` is a directory, not a password. An unquoted value that reads as code or a
-placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null`) is left
-alone; a quoted one is always masked. Hex strings are never guessed at: git SHAs and UUIDs
-pass through.
+placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null`,
+`config["TOKEN"] = token`) is left alone; a quoted one is always masked. Hex strings are
+never guessed at: git SHAs and UUIDs pass through. `.netrc` keywords are lower-case words:
+`default` must start its line and a lone `password` line's value must not end a sentence,
+so `the default password is` and `password combination.` in wrapped prose stay. redis.conf's
+directives start their line (`# The requirepass is not compatible` is prose). A `.key`
+value must be 16 or more base64 characters: `tls.key:  1704 bytes` (kubectl describe) and
+key paths stay; `tls.crt` is public.
 
 The redactor is stateless between calls. A caller that streams output redacts whole lines
 and carries multi-line secrets over from chunk to chunk: `open_block` says whether a chunk
@@ -56,7 +69,8 @@ _PLAIN_PATH = re.compile(r"[~/][\w./@+-]*")
 # Key names: the long words may follow any prefix (PGPASSWORD, aws_secret_access_key); the
 # short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
 _LONG_KEYS = (
-    r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"password|passwd|passphrase|secret[_-]?key(?:[_-]?base)?|secret|token|api[_-]?key"
+    r"|access[_-]?key|private[_-]?key"
     r"|client[_-]?secret|credentials?|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)"
 )
 _SHORT_KEYS = r"pwd|pass|auth"
@@ -120,7 +134,33 @@ _TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
         (
             ("--",),
             r"(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|"
-            r"access-token|client-secret)[ \t]+['\"]?)[^\s'\"]+",
+            r"access-token|client-secret|requirepass|masterauth)[ \t]+['\"]?)[^\s'\"]+",
+            rf"\1{MASK}",
+        ),
+        # .netrc: `machine h login u password x` on one line, or the password on its own
+        # line under its machine. Its keywords are lower-case (`Password expired` is prose),
+        # `default` starts a line (`the default password is`), and a lone line's value does
+        # not end a sentence (`password combination.` in wrapped prose).
+        (
+            ("password",),
+            r"(?m)((?:(?<![\w-])machine[ \t]+\S+|^[ \t]*default)"
+            r"(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+"
+            r"|^[ \t]*password[ \t]+(?=\S*[^\s.,;:!?)][ \t\r]*$))\S+",
+            rf"\1{MASK}",
+        ),
+        # redis.conf (also as grep shows it, `file:line:`, and commented out) and CONFIG SET.
+        (
+            ("requirepass", "masterauth"),
+            r"(?im)(^(?:[^\s:]*:(?:\d+:)?)?[ \t]*(?:#[ \t]*)?(?:requirepass|masterauth)[ \t]+"
+            r"|\bconfig[ \t]+set[ \t]+(?:requirepass|masterauth)[ \t]+)"
+            r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']\S*)",
+            rf"\1{MASK}",
+        ),
+        # A Kubernetes Secret's `tls.key: <base64>` (any key ending in .key, YAML or JSON).
+        (
+            (".key",),
+            r"(?i)((?<![\w.-])[\w.-]*\.key[\"']?[ \t]*[:=][ \t]*[\"']?)"
+            r"[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=.-])",
             rf"\1{MASK}",
         ),
         (
@@ -175,7 +215,7 @@ _KEY_CHARS = frozenset("_.-")
 _MAX_KEY_LEN = 64
 _KEY_VALUE = re.compile(
     rf"(?<![\w./-])({_KEY})"
-    r"([\"']?[ \t]*(?:=>|=|:(?!//))[ \t]*)"
+    r"((?:[\"']\]?)?[ \t]*(?:=>|=|:(?!//))[ \t]*)"
     r"(?:\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'|([^\s\"',;&]+))",
     re.IGNORECASE,
 )
@@ -195,8 +235,10 @@ def _mask_pair(m: re.Match[str]) -> str:
     value = dq if dq is not None else sq if sq is not None else bare
     if not value or value.endswith(MASK):
         return m.group()  # empty, or already masked (`OPENAI_API_KEY=sk-[REDACTED]`)
-    if bare is not None and (_NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key):
-        return m.group()
+    if bare is not None and (
+        _NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key or sep.startswith(("']", '"]'))
+    ):
+        return m.group()  # code: `password: str`, `config["TOKEN"] = token`
     if key.lower() == "pwd" and value.startswith("/"):
         return m.group()  # PWD=/home/me is the working directory
     quote_char = '"' if dq is not None else "'" if sq is not None else ""
@@ -213,10 +255,13 @@ def _mask_pairs(text: str, lower: str) -> str:
     for word in words:
         if word.start() < done:
             continue
-        # The key ends with its secret word: right after it come a separator or a quote.
+        # The key ends with its secret word: right after it come a separator, a quote, or a
+        # quote and a bracket (`app.config["SECRET_KEY"] = ...`).
         end = word.end()
         if end < len(text) and text[end] in "\"'":
             end += 1
+            if end < len(text) and text[end] == "]":
+                end += 1
         while end < len(text) and text[end] in " \t":
             end += 1
         if end >= len(text) or text[end] not in "=:":
