@@ -120,6 +120,52 @@ CANARIES = [
     ('"server.key": "TUlJRXZnSUJBREFOQmdrcWhraUc5dzBC"', "TUlJRXZnSUJBREFO", '"server.key": "'),
     ("  db-password: c2VjcmV0cGFzcw==", "c2VjcmV0cGFzcw==", "db-password: "),
     ("  api.token: dG9rZW4tdmFsdWU=", "dG9rZW4tdmFsdWU=", "api.token: "),
+    # password hashes: crypt(3) in all its forms, htpasswd, LDAP
+    ("root:$1$saltsalt$ZliGyAN3DciDHEkDboonh/:19000:0:99999:7:::", "ZliGyAN3", "root:"),
+    (
+        "root:$5$saltsalt$OIdfjX.u4Y3SJ4I2bX8w5BMf1VAUhHABNUirScDzZi3:19000:0:99999:7:::",
+        "OIdfjX.u4Y3SJ4I2",
+        ":19000:0:99999:7:::",
+    ),
+    (
+        "root:$6$saltsalt$8iYtNHxjWRl.NF6oNZ5tF.iKFlQREaXBLlSmZKP6dy9l5z3vsooWNW0/GZ6Nej73/"
+        "TFug6pIPSqbJoCT6dfnj.:19000:0:99999:7:::",
+        "8iYtNHxjWRl",
+        "root:",
+    ),
+    (
+        "alice:$y$j9T$F5Jx5fExrKuPp53xLKQ..1$PmNgGTLMFjJn.URBv11CpTEm5RwlKtPjRtztKe6.b33:19500::::::",
+        "PmNgGTLMFjJn",
+        "alice:",
+    ),
+    (
+        "bob:!$gy$j9T$F5Jx5fExrKuPp53xLKQ..1$pqxNhMZNzEpH0BE7/ZudIY41.ZuRdHUEOOaWBy5Vls9:19500:0:::::",
+        "pqxNhMZNzEpH",
+        "bob:!",
+    ),
+    (
+        "hash: $7$CU..../....2T6SXQJsCCVZPgwAyFsjC1$ASHns..aU47/fYrDTIddvl62ttyylCJuFUhGwQOu9TC",
+        "ASHns..aU47",
+        "hash: ",
+    ),
+    (
+        "admin:$2y$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8.",
+        "oXuKqgZXLiJq",
+        "admin:",
+    ),
+    (
+        "UPDATE users SET hash='$2b$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8.'",
+        "oXuKqgZXLiJq",
+        "hash='",
+    ),
+    ('{"hash": "$2a$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8."}', "oXuKqg", "{"),
+    (
+        "argon2: $argon2id$v=19$m=65536,t=2,p=1$gZiV/M1gPc22ElAH/Jh1Hw$CWOrkoo7oJBQ/iyh7uJ0LO2aLEfrHwTWllSAxT0zRno",
+        "CWOrkoo7oJBQ",
+        "argon2: ",
+    ),
+    ("alice:$apr1$saltsalt$r/QcFGT5pNL28bNkeDMHR.", "r/QcFGT5pNL28bNkeDMHR.", "alice:"),
+    ("carol:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=", "87u9ZqY9S/F0eUBXjsPQEDUw4h0=", "carol:"),
 ]
 
 
@@ -156,6 +202,15 @@ def test_canary_secrets_are_masked_and_their_label_stays(
         "ssh://git@github.com:22/org/repo.git",
         "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
         "bypass=1 author=alice tokens=3 passwords_file=/run/pw",
+        # shell variables and positional parameters, prices
+        'echo "$HOME" $USER; awk \'{print $1}\' f; echo "$1$2$3"; cp "$1" "$2"',
+        'for f in "$@"; do printf \'%s\\n\' "$1$f"; done; x=$((a$1+$5))',
+        "price $5, or $6 with tax; $1 off; $7 shipping; $2a$ is not a hash",
+        "sha256:3f2a9c1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f903f2a9c1b7e4d5f6a8b9c0d1e",
+        # /etc/passwd, and /etc/shadow entries without a password hash
+        "alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash",
+        "daemon:*:19000:0:99999:7:::\nalice:!:19000:0:99999:7:::\nbob:!!:19000::::::",
+        "carol:!*:19000:0:99999:7:::\ndave::19000:0:99999:7:::",
         # Kubernetes: a certificate, a size, a path
         "  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJz",
         "tls.key:  1704 bytes\nssl_certificate_key /etc/ssl/private/server.key;",
@@ -410,6 +465,21 @@ EXACT = [
     ("# requirepass foobared", f"# requirepass {MASK}"),
     ('masterauth "two words"', f"masterauth {MASK}"),
     ("SECRET_KEY = 'abc'", f"SECRET_KEY = '{MASK}'"),
+    (
+        "root:$6$saltsalt$8iYtNHxjWRl.NF6oNZ5tF.iKFlQREaXBLlSmZKP6dy9l5z3vsooWNW0/GZ6Nej73/"
+        "TFug6pIPSqbJoCT6dfnj.:19000:0:99999:7:::",
+        f"root:{MASK}:19000:0:99999:7:::",
+    ),
+    (
+        "/etc/shadow:bob:!$1$saltsalt$ZliGyAN3DciDHEkDboonh/:19000:0:99999:7:::",
+        f"/etc/shadow:bob:!{MASK}:19000:0:99999:7:::",
+    ),
+    ("alice:$apr1$saltsalt$r/QcFGT5pNL28bNkeDMHR.", f"alice:{MASK}"),
+    ("carol:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=", f"carol:{MASK}"),
+    (
+        "admin:$2y$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8.",
+        f"admin:{MASK}",
+    ),
     (
         "data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n"
         "  tls.key: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t\nkind: Secret",

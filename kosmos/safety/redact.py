@@ -16,11 +16,14 @@ A `Redactor` masks, in this order:
    x`, or the `password x` line of an entry spread over lines), redis.conf (`requirepass x`,
    `masterauth x`, also as grep shows them and in `CONFIG SET`), and a Kubernetes Secret's
    values under keys ending in `.key` (`tls.key: <base64>`; keys ending in `password` or
-   `token` are pairs already).
+   `token` are pairs already);
+5. password hashes: crypt(3) in its MD5, SHA-256/512, bcrypt, yescrypt, GOST yescrypt,
+   scrypt and Argon2 forms, Apache's `$apr1$` and `{SHA}`, wherever they stand, so the
+   password field of an /etc/shadow or htpasswd line is masked and the rest stays.
 
 Labels stay visible (`password=[REDACTED]`, `Bearer [REDACTED]`, `ghp_[REDACTED]`,
-`https://user:[REDACTED]@host`, `requirepass [REDACTED]`) so the reader still knows what was
-there.
+`https://user:[REDACTED]@host`, `requirepass [REDACTED]`, `root:[REDACTED]:19000:0:99999:7:::`)
+so the reader still knows what was there.
 
 Judgement calls: environment values shorter than 6 characters, plain paths, and variables
 named like sockets, files, directories, URLs or IDs (SSH_AUTH_SOCK, GIT_ASKPASS,
@@ -30,12 +33,15 @@ mangle ordinary output. A key must end in the secret word (`db_password`, `api_k
 `PWD=/home/me` is a directory, not a password. An unquoted value that reads as code or a
 placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null`,
 `config["TOKEN"] = token`) is left alone; a quoted one is always masked. Hex strings are
-never guessed at: git SHAs and UUIDs pass through. `.netrc` keywords are lower-case words:
-`default` must start its line and a lone `password` line's value must not end a sentence,
-so `the default password is` and `password combination.` in wrapped prose stay. redis.conf's
-directives start their line (`# The requirepass is not compatible` is prose). A `.key`
-value must be 16 or more base64 characters: `tls.key:  1704 bytes` (kubectl describe) and
-key paths stay; `tls.crt` is public.
+never guessed at: git SHAs and UUIDs pass through. A hash needs its full shape (`$6$`, a
+salt, `$`, 43 or more characters), so `$1`, `$HOME` and `price $5` are text; the `*`, `!`,
+`!!` of a shadow line hold no password and stay; DES hashes (13 bare characters) are not
+told apart from words. `.netrc` keywords are lower-case words: `default` must start its
+line and a lone `password` line's value must not end a sentence, so `the default password
+is` and `password combination.` in wrapped prose stay. redis.conf's directives start their
+line (`# The requirepass is not compatible` is prose). A `.key` value must be 16 or more
+base64 characters: `tls.key:  1704 bytes` (kubectl describe) and key paths stay; `tls.crt`
+is public.
 
 The redactor is stateless between calls. A caller that streams output redacts whole lines
 and carries multi-line secrets over from chunk to chunk: `open_block` says whether a chunk
@@ -94,6 +100,23 @@ _PUTTY_LINES = re.compile(rf"(?:(?:[A-Za-z0-9+/=]+|{re.escape(MASK)})(?:\r?\n|\r
 _PUTTY_KEY = re.compile(rf"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|\r)){_PUTTY_LINES.pattern}")
 # The same lines at the start of a later chunk, which may begin with the \n of a \r\n.
 _PUTTY_REST = re.compile(rf"\n?{_PUTTY_LINES.pattern}")
+
+# Password hashes in crypt(3) form, as /etc/shadow, htpasswd files and databases keep them:
+# MD5 (and Apache's), SHA-256/512, bcrypt, yescrypt, GOST yescrypt, scrypt, Argon2. Each
+# needs its full shape, so `$1`, `$5` or `$HOME` in a script never match.
+_CRYPT_CHARS = r"[./0-9A-Za-z]"
+_CRYPT = (
+    rf"\$(?:1|apr1)\${_CRYPT_CHARS}{{0,8}}\${_CRYPT_CHARS}{{22,}}"
+    rf"|\$[56]\$(?:rounds=\d+\$)?{_CRYPT_CHARS}{{0,16}}\${_CRYPT_CHARS}{{43,}}"
+    rf"|\$2[abxy]?\$\d\d\${_CRYPT_CHARS}{{53,}}"
+    rf"|\$g?y\${_CRYPT_CHARS}+\${_CRYPT_CHARS}*\${_CRYPT_CHARS}{{43,}}"
+    rf"|\$7\${_CRYPT_CHARS}{{11,}}\${_CRYPT_CHARS}{{43,}}"
+    r"|\$argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+"
+)
+_CRYPT_HINTS = (
+    "$1$", "$apr1$", "$5$", "$6$", "$2$", "$2a$", "$2b$", "$2x$", "$2y$", "$y$", "$gy$", "$7$",
+    "$argon2",
+)  # fmt: skip
 
 # (hints, pattern, replacement). A pattern runs only when one of its hints occurs in the
 # text (lower-cased hints are looked up in the lower-cased text): substring tests are far
@@ -162,6 +185,12 @@ _TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
             r"(?i)((?<![\w.-])[\w.-]*\.key[\"']?[ \t]*[:=][ \t]*[\"']?)"
             r"[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=.-])",
             rf"\1{MASK}",
+        ),
+        (_CRYPT_HINTS, rf"(?<![\w$])(?:{_CRYPT})", MASK),
+        (
+            ("{sha", "{ssha", "{md5}", "{smd5}"),
+            r"\{S?(?:SHA(?:256|384|512)?|MD5)\}[A-Za-z0-9+/]{20,}={0,2}",
+            MASK,
         ),
         (
             ("curl",),
