@@ -379,6 +379,16 @@ def test_long_texts_are_redacted_line_by_line_with_the_same_result() -> None:
     assert "s3cretpw" not in r(text) and "AKIAABCDEFGHIJKLMNOP" not in r(text)
 
 
+@pytest.mark.parametrize("first", ["", "İstanbul: lower() makes this line longer\n"])
+def test_long_texts_mask_every_canary_as_its_line_alone_does(first: str) -> None:
+    """Past 4 KiB, patterns run only on the lines that hold their hints: none is missed."""
+    lines = [text for text, _, _ in CANARIES] + ["plain line with nothing"] * 10
+    text = first + "\n".join(lines * 20)
+    assert len(text) > 4096
+    r = Redactor()
+    assert r(text) == "\n".join(r(line) for line in text.split("\n"))
+
+
 def test_a_secret_added_later_masks_text_seen_before() -> None:
     redactor = Redactor()
     line = "login ok for hunter2-Zq9 at 10:02"

@@ -215,14 +215,51 @@ _TOKENS_LOWER = tuple(
 # none of them spans lines, and a regex scan of every line of a long log costs far more.
 _LINEWISE_FROM = 4096
 
+_Token = tuple[tuple[str, ...], re.Pattern[str], str]
 
-def _sub_tokens(
-    text: str, lower: str, active: list[tuple[tuple[str, ...], re.Pattern[str], str]]
-) -> str:
+
+def _sub_tokens(text: str, lower: str, active: list[_Token]) -> str:
     if len(text) < _LINEWISE_FROM:
         for _, pattern, replacement in active:
             text = pattern.sub(replacement, text)
         return text
+    if len(lower) != len(text):
+        return _sub_tokens_by_line(text, lower, active)  # positions would not line up
+    for hints, pattern, replacement in active:
+        out: list[str] = []
+        done = 0
+        for start, end in _lines_with(lower, hints):
+            line = text[start:end]
+            new = pattern.sub(replacement, line)
+            if new != line:
+                out += (text[done:start], new)
+                done = end
+        if out:
+            out.append(text[done:])
+            text = "".join(out)
+            lower = text.lower()
+    return text
+
+
+def _lines_with(lower: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each line of `lower` that holds one of `hints`, in order.
+
+    The hints are found by str.find, which skips the lines without them at C speed; a loop
+    over every line in Python costs more than the pattern on the few lines that matter.
+    """
+    spans: set[tuple[int, int]] = set()
+    for hint in hints:
+        at = lower.find(hint)
+        while at != -1:
+            start = lower.rfind("\n", 0, at) + 1
+            end = lower.find("\n", at)
+            end = len(lower) if end == -1 else end
+            spans.add((start, end))
+            at = lower.find(hint, end)
+    return sorted(spans)
+
+
+def _sub_tokens_by_line(text: str, lower: str, active: list[_Token]) -> str:
     lines, lowers = text.split("\n"), lower.split("\n")
     for i, low in enumerate(lowers):
         line = lines[i]
