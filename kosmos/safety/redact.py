@@ -23,7 +23,8 @@ A `Redactor` masks, in this order:
 
 Labels stay visible (`password=[REDACTED]`, `Bearer [REDACTED]`, `ghp_[REDACTED]`,
 `https://user:[REDACTED]@host`, `requirepass [REDACTED]`, `root:[REDACTED]:19000:0:99999:7:::`)
-so the reader still knows what was there.
+so the reader still knows what was there. The patterns are a table of their own, in
+`kosmos.safety.secret_patterns`.
 
 Judgement calls: environment values shorter than 6 characters, plain paths, and variables
 named like sockets, files, directories, URLs or IDs (SSH_AUTH_SOCK, GIT_ASKPASS,
@@ -57,9 +58,24 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["MASK", "Redactor", "block_end", "open_block"]
+from kosmos.safety.secret_patterns import (
+    ANY_HINT,
+    KEY_END,
+    KEY_TAIL,
+    KEY_VALUE,
+    KEYWORD,
+    KEYWORD_ANY_CASE,
+    MASK,
+    NOT_A_VALUE,
+    PRIVATE_KEY,
+    PUTTY_KEY,
+    PUTTY_REST,
+    SECRET_KEY,
+    TOKENS,
+    Token,
+)
 
-MASK = "[REDACTED]"
+__all__ = ["MASK", "Redactor", "block_end", "open_block"]
 
 # Shorter literals match too much ordinary text to be worth masking.
 MIN_SECRET_LEN = 4
@@ -72,150 +88,12 @@ _ENV_NOT_SECRET = re.compile(
 )
 _PLAIN_PATH = re.compile(r"[~/][\w./@+-]*")
 
-# Key names: the long words may follow any prefix (PGPASSWORD, aws_secret_access_key); the
-# short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
-_LONG_KEYS = (
-    r"password|passwd|passphrase|secret[_-]?key(?:[_-]?base)?|secret|token|api[_-]?key"
-    r"|access[_-]?key|private[_-]?key"
-    r"|client[_-]?secret|credentials?|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)"
-)
-_SHORT_KEYS = r"pwd|pass|auth"
-_KEY = rf"(?:[\w.-]*?(?:{_LONG_KEYS})|-{{0,2}}(?:[A-Za-z0-9]+[_.-])*(?:{_SHORT_KEYS}))"
-_SECRET_KEY = re.compile(rf"(?:{_KEY}|authorization|proxy-authorization)", re.IGNORECASE)
-
-_PRIVATE_KEY = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
-    r".*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
-)
-# The tail of a key block whose BEGIN line was cut off (a capped output, a second chunk).
-_KEY_TAIL = re.compile(
-    r"^(?:[A-Za-z0-9+/=]{16,}\r?\n)+(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
-    re.MULTILINE,
-)
-_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
-# A PuTTY key's private lines follow its `Private-Lines: N` line. A line already masked
-# counts as one of them, so that redacting twice changes nothing.
-_PUTTY_LINES = re.compile(rf"(?:(?:[A-Za-z0-9+/=]+|{re.escape(MASK)})(?:\r?\n|\r|\Z))*")
-_PUTTY_KEY = re.compile(rf"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|\r)){_PUTTY_LINES.pattern}")
-# The same lines at the start of a later chunk, which may begin with the \n of a \r\n.
-_PUTTY_REST = re.compile(rf"\n?{_PUTTY_LINES.pattern}")
-
-# Password hashes in crypt(3) form, as /etc/shadow, htpasswd files and databases keep them:
-# MD5 (and Apache's), SHA-256/512, bcrypt, yescrypt, GOST yescrypt, scrypt, Argon2. Each
-# needs its full shape, so `$1`, `$5` or `$HOME` in a script never match. Their hint is a
-# lone `$`: one character is found at memchr speed, where a dozen `$6$`-like hints would
-# each cost a scan of the text.
-_CRYPT_CHARS = r"[./0-9A-Za-z]"
-# The pattern starts with its `$`, the lookbehind after it, so that the regex engine skips
-# to each `$` instead of trying every position.
-_CRYPT = (
-    r"\$(?<![\w$]\$)(?:"
-    rf"(?:1|apr1)\${_CRYPT_CHARS}{{0,8}}\${_CRYPT_CHARS}{{22,}}"
-    rf"|[56]\$(?:rounds=\d+\$)?{_CRYPT_CHARS}{{0,16}}\${_CRYPT_CHARS}{{43,}}"
-    rf"|2[abxy]?\$\d\d\${_CRYPT_CHARS}{{53,}}"
-    rf"|g?y\${_CRYPT_CHARS}+\${_CRYPT_CHARS}*\${_CRYPT_CHARS}{{43,}}"
-    rf"|7\${_CRYPT_CHARS}{{11,}}\${_CRYPT_CHARS}{{43,}}"
-    r"|argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+)"
-)
-
-# (hints, pattern, replacement). A pattern runs only when one of its hints occurs in the
-# text (lower-cased hints are looked up in the lower-cased text): substring tests are far
-# cheaper than a regex pass, and most output holds none of them. Group 1, where present, is
-# the label that stays visible.
-_TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
-    (hints, re.compile(pattern), replacement)
-    for hints, pattern, replacement in (
-        (("AKIA", "ASIA", "ABIA", "ACCA"), r"\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", rf"\1{MASK}"),
-        (("AIza",), r"\b(AIza)[0-9A-Za-z_-]{35}", rf"\1{MASK}"),
-        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(gh[pousr]_)[A-Za-z0-9]{20,}", rf"\1{MASK}"),
-        (("github_pat_",), r"\b(github_pat_)[A-Za-z0-9_]{20,}", rf"\1{MASK}"),
-        (("glpat-",), r"\b(glpat-)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
-        (("xox",), r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}", rf"\1{MASK}"),
-        (("sk-",), r"(?<![\w-])(sk-)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}", rf"\1{MASK}"),
-        (("k_live_", "k_test_"), r"\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}", rf"\1{MASK}"),
-        (("hf_",), r"\b(hf_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
-        (("npm_",), r"\b(npm_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
-        (("ya29.",), r"\b(ya29\.)[\w-]{20,}", rf"\1{MASK}"),
-        (("eyJ",), r"\beyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*", MASK),
-        (("earer",), r"\b([Bb]earer[ \t]+)(?=[\w.~+/-]*\d)[\w.~+/-]{8,}=*", rf"\1{MASK}"),
-        (
-            ("authorization",),
-            r"(?i)\b((?:proxy-)?authorization[ \t]*:[ \t]*(?:[a-z0-9-]+[ \t]+)?)[^\s\"'\\]+",
-            rf"\1{MASK}",
-        ),
-        (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(@)", rf"\1{MASK}\2"),
-        (
-            ("sig=", "signature="),
-            r"(?i)([?&](?:sig|X-Amz-Signature|X-Goog-Signature)=)[^&\s\"']+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("</",),
-            r"(?i)(<([\w-]*:)?(?:password|passwd|secret|token|api_?key)>)[^<]+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("--",),
-            r"(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|"
-            r"access-token|client-secret|requirepass|masterauth)[ \t]+['\"]?)[^\s'\"]+",
-            rf"\1{MASK}",
-        ),
-        # .netrc: `machine h login u password x` on one line, or the password on its own
-        # line under its machine. Its keywords are lower-case (`Password expired` is prose),
-        # `default` starts a line (`the default password is`), and a lone line's value does
-        # not end a sentence (`password combination.` in wrapped prose).
-        (
-            ("password",),
-            r"(?m)((?:(?<![\w-])machine[ \t]+\S+|^[ \t]*default)"
-            r"(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+"
-            r"|^[ \t]*password[ \t]+(?=\S*[^\s.,;:!?)][ \t\r]*$))\S+",
-            rf"\1{MASK}",
-        ),
-        # redis.conf (also as grep shows it, `file:line:`, and commented out) and CONFIG SET.
-        (
-            ("requirepass", "masterauth"),
-            r"(?im)(^(?:[^\s:]*:(?:\d+:)?)?[ \t]*(?:#[ \t]*)?(?:requirepass|masterauth)[ \t]+"
-            r"|\bconfig[ \t]+set[ \t]+(?:requirepass|masterauth)[ \t]+)"
-            r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']\S*)",
-            rf"\1{MASK}",
-        ),
-        # A Kubernetes Secret's `tls.key: <base64>` (any key ending in .key, YAML or JSON).
-        (
-            (".key",),
-            r"(?i)((?<![\w.-])[\w.-]*\.key[\"']?[ \t]*[:=][ \t]*[\"']?)"
-            r"[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=.-])",
-            rf"\1{MASK}",
-        ),
-        (("$",), _CRYPT, MASK),
-        (("{sha", "{ssha"), r"\{S?SHA(?:256|384|512)?\}[A-Za-z0-9+/]{20,}={0,2}", MASK),
-        (
-            ("curl",),
-            r"\b(curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:)[^\s'\"]+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("mysql", "mariadb"),
-            r"\b((?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p)"
-            r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)",
-            rf"\1{MASK}",
-        ),
-        (("sshpass",), r"\b(sshpass\b[^\n|;&]*?[ \t]-p[ \t]*)[^\s'\"]+", rf"\1{MASK}"),
-    )
-)
-
-# The same, with lower-cased hints looked up in the lower-cased text: one scan per hint.
-_TOKENS_LOWER = tuple(
-    (tuple(h.lower() for h in hints), pattern, repl) for hints, pattern, repl in _TOKENS
-)
 # Past this size, the token patterns run only on the lines that hold one of their hints:
 # none of them spans lines, and a regex scan of every line of a long log costs far more.
 _LINEWISE_FROM = 4096
 
-_Token = tuple[tuple[str, ...], re.Pattern[str], str]
 
-
-def _sub_tokens(text: str, lower: str, active: list[_Token]) -> str:
+def _sub_tokens(text: str, lower: str, active: list[Token]) -> str:
     if len(text) < _LINEWISE_FROM:
         for _, pattern, replacement in active:
             text = pattern.sub(replacement, text)
@@ -263,7 +141,7 @@ def _lines_with(lower: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
-def _sub_tokens_by_line(text: str, lower: str, active: list[_Token]) -> str:
+def _sub_tokens_by_line(text: str, lower: str, active: list[Token]) -> str:
     lines, lowers = text.split("\n"), lower.split("\n")
     for i, low in enumerate(lowers):
         line = lines[i]
@@ -276,37 +154,13 @@ def _sub_tokens_by_line(text: str, lower: str, active: list[_Token]) -> str:
     return "\n".join(lines)
 
 
-# Key/value pairs are found from their secret word outwards, not by trying the full
-# pattern at every position of the text; the word is looked for in the lower-cased text,
-# which is an order of magnitude faster than an IGNORECASE search.
-_KEYWORD = re.compile(rf"{_LONG_KEYS}|{_SHORT_KEYS}")
-_KEYWORD_ANY_CASE = re.compile(rf"{_LONG_KEYS}|{_SHORT_KEYS}", re.IGNORECASE)
-_KEY_CHARS = frozenset("_.-")
-_MAX_KEY_LEN = 64
-_KEY_VALUE = re.compile(
-    rf"(?<![\w./-])({_KEY})"
-    r"((?:[\"']\]?)?[ \t]*(?:=>|=|:(?!//))[ \t]*)"
-    r"(?:\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'|([^\s\"',;&]+))",
-    re.IGNORECASE,
-)
-
-
-# Unquoted values that are code or placeholders, not secrets: `password: str`,
-# `token = os.environ["TOKEN"]`, `password=getpass()`, `PGPASSWORD=$PW`, `"password": null`.
-_NOT_A_VALUE = re.compile(
-    r"str|int|float|bool|bytes|none|null|nil|true|false|secretstr|string|number|boolean"
-    r"|any|required|optional|undefined|[{\[($%<].*|[A-Za-z_][\w.]*[(\[].*",
-    re.IGNORECASE,
-)
-
-
 def _mask_pair(m: re.Match[str]) -> str:
     key, sep, dq, sq, bare = m.groups()
     value = dq if dq is not None else sq if sq is not None else bare
     if not value or value.endswith(MASK):
         return m.group()  # empty, or already masked (`OPENAI_API_KEY=sk-[REDACTED]`)
     if bare is not None and (
-        _NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key or sep.startswith(("']", '"]'))
+        NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key or sep.startswith(("']", '"]'))
     ):
         return m.group()  # code: `password: str`, `config["TOKEN"] = token`
     if key.lower() == "pwd" and value.startswith("/"):
@@ -317,9 +171,7 @@ def _mask_pair(m: re.Match[str]) -> str:
 
 def _mask_pairs(text: str, lower: str) -> str:
     # lower() can change the length of some non-ASCII text; positions must line up.
-    words = (
-        _KEYWORD.finditer(lower) if len(lower) == len(text) else _KEYWORD_ANY_CASE.finditer(text)
-    )
+    words = KEYWORD.finditer(lower) if len(lower) == len(text) else KEYWORD_ANY_CASE.finditer(text)
     out: list[str] = []
     done = 0
     for word in words:
@@ -337,7 +189,7 @@ def _mask_pairs(text: str, lower: str) -> str:
         if end >= len(text) or text[end] not in "=:":
             continue
         start = _key_start(text, word.start())
-        pair = None if start is None else _KEY_VALUE.match(text, start)
+        pair = None if start is None else KEY_VALUE.match(text, start)
         if pair is not None:
             out += (text[done : pair.start()], _mask_pair(pair))
             done = pair.end()
@@ -345,20 +197,15 @@ def _mask_pairs(text: str, lower: str) -> str:
     return "".join(out)
 
 
-# Every hint and secret word in one pattern: a short text in which it finds nothing holds no
-# secret a pattern could catch. (Past a few hundred characters, the hint-by-hint lookups
-# above are cheaper than this alternation.)
-_ANY_HINT = re.compile(
-    "|".join(
-        [re.escape(h) for h in sorted({h for t in _TOKENS_LOWER for h in t[0]}, key=len)[::-1]]
-        + [_LONG_KEYS, _SHORT_KEYS]
-    )
-)
 _QUICK_UPTO = 512
 # How many texts (of up to how many characters) a Redactor remembers the result for: the
 # session redacts each message when it is kept and again in the event that reports it.
 _MEMO_SIZE = 1024
 _MEMO_TEXT = 16 * 1024
+
+
+_KEY_CHARS = frozenset("_.-")
+_MAX_KEY_LEN = 64
 
 
 def _key_start(text: str, pos: int) -> int | None:
@@ -382,11 +229,11 @@ def open_block(text: str) -> str | None:
     `block_end` then finds the end of.
     """
     if "PRIVATE KEY" in text:
-        key = _last(_PRIVATE_KEY, text)
+        key = _last(PRIVATE_KEY, text)
         if key is not None and not key.group(2):
             return "key"  # everything after a BEGIN line without its END is key
     if "Private-Lines:" in text:
-        putty = _last(_PUTTY_KEY, text)
+        putty = _last(PUTTY_KEY, text)
         if putty is not None and putty.end() == len(text):
             return "putty"
     return None
@@ -404,9 +251,9 @@ def block_end(text: str, block: str) -> int | None:
     at the first line that is not base64.
     """
     if block == "key":
-        end = _KEY_END.search(text)
+        end = KEY_END.search(text)
         return end.start() if end else None
-    lines = _PUTTY_REST.match(text)
+    lines = PUTTY_REST.match(text)
     return None if lines is None or lines.end() == len(text) else lines.end()
 
 
@@ -481,14 +328,14 @@ class Redactor:
         if self._literal is not None:
             text = self._literal.sub(MASK, text)
         if "PRIVATE KEY" in text:
-            text = _PRIVATE_KEY.sub(_private_key, text)
-            text = _KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
+            text = PRIVATE_KEY.sub(_private_key, text)
+            text = KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
         if "Private-Lines:" in text:
-            text = _PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
+            text = PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
         lower = text.lower()
-        if len(text) <= _QUICK_UPTO and len(lower) == len(text) and not _ANY_HINT.search(lower):
+        if len(text) <= _QUICK_UPTO and len(lower) == len(text) and not ANY_HINT.search(lower):
             return text
-        active = [t for t in _TOKENS_LOWER if any(h in lower for h in t[0])]
+        active = [t for t in TOKENS if any(h in lower for h in t[0])]
         if active:
             text = _sub_tokens(text, lower, active)
             lower = text.lower()
@@ -505,7 +352,7 @@ class Redactor:
         if isinstance(value, Mapping):
             out = {}
             for key, item in value.items():
-                secret_key = isinstance(key, str) and _SECRET_KEY.fullmatch(key)
+                secret_key = isinstance(key, str) and SECRET_KEY.fullmatch(key)
                 if secret_key and isinstance(item, str) and item:
                     out[self(key)] = MASK
                 else:
