@@ -2,9 +2,44 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kosmos.engine.guard import LineRedactor, redact_event
+from kosmos.events import CommandFinished
 from kosmos.safety import MASK, Redactor
+from kosmos.transcript import Transcript, read_transcript
+
+# Streamed output arrives in chunks of any size: one byte, a few, a whole read.
+CHUNK_SIZES = [1, 7, 4096]
+
+
+def streamed(redactor: Redactor, text: str, size: int) -> str:
+    """What the screen shows of `text` when it arrives in chunks of `size` characters."""
+    lines = LineRedactor(redactor)
+    shown = [lines.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    return "".join(shown) + lines.flush()
+
+
+def transcribed(redactor: Redactor, text: str, path: Path) -> str:
+    """The transcript's record of a command that printed `text`."""
+    event = CommandFinished(
+        step=1,
+        command="cat",
+        exit_code=0,
+        duration_s=0.1,
+        bytes=len(text),
+        output=text,
+        sent_to_llm=redactor(text),
+    )
+    writer = Transcript(path)
+    writer.write(redact_event(event, redactor))
+    writer.close()
+    (kept,) = read_transcript(path)
+    assert isinstance(kept, CommandFinished)
+    return f"{kept.output}\n{kept.sent_to_llm}"
+
 
 # Canaries: each line holds one secret (the second item) that must not survive redaction,
 # and the label (the third item) that must.
@@ -65,6 +100,72 @@ CANARIES = [
     ("mysql -u root -pMyS3cret shop", "MyS3cret", "-p"),
     ("app --password Sup3rS3cret --verbose", "Sup3rS3cret", "--password "),
     ("<password>xmlsecret1</password>", "xmlsecret1", "<password>"),
+    # Django and Flask settings, Rails' secret_key_base
+    ("SECRET_KEY = 'django-insecure-8f#x0z!q2w'", "django-insecure-8f#x0z!q2w", "SECRET_KEY = '"),
+    ('app.config["SECRET_KEY"] = "Zq8-flask-s3cret"', "Zq8-flask-s3cret", '"SECRET_KEY"] = "'),
+    ("  secret_key_base: 9e1c3b7d0a4f", "9e1c3b7d0a4f", "secret_key_base: "),
+    # .netrc, on one line or one entry a line
+    ("machine api.example.com login alice password hunter2x", "hunter2x", "login alice password "),
+    ("machine h password Xy9-netrc login u", "Xy9-netrc", "machine h password "),
+    ("default login anonymous password guest@example.com", "guest@example.com", "password "),
+    ("  password 01234567-89ab-cdef-0123-456789abcdef", "01234567-89ab-cdef", "  password "),
+    # redis.conf, grep's view of it, the server's flags, CONFIG SET
+    ("requirepass foobared2024", "foobared2024", "requirepass "),
+    ("masterauth Rep1icaS3cret", "Rep1icaS3cret", "masterauth "),
+    ("/etc/redis/redis.conf:1036:requirepass 'quoted s3cret'", "quoted s3cret", ":requirepass "),
+    ("redis-server --requirepass S3cretRedis --port 6380", "S3cretRedis", "--requirepass "),
+    ("redis-cli CONFIG SET masterauth n3wpass", "n3wpass", "CONFIG SET masterauth "),
+    # a Kubernetes Secret, as YAML and as JSON
+    ("  tls.key: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JSUV2", "LS0tLS1CRUdJTiBQ", "tls.key: "),
+    ('"server.key": "TUlJRXZnSUJBREFOQmdrcWhraUc5dzBC"', "TUlJRXZnSUJBREFO", '"server.key": "'),
+    ("  db-password: c2VjcmV0cGFzcw==", "c2VjcmV0cGFzcw==", "db-password: "),
+    ("  api.token: dG9rZW4tdmFsdWU=", "dG9rZW4tdmFsdWU=", "api.token: "),
+    # password hashes: crypt(3) in all its forms, htpasswd, LDAP
+    ("root:$1$saltsalt$ZliGyAN3DciDHEkDboonh/:19000:0:99999:7:::", "ZliGyAN3", "root:"),
+    (
+        "root:$5$saltsalt$OIdfjX.u4Y3SJ4I2bX8w5BMf1VAUhHABNUirScDzZi3:19000:0:99999:7:::",
+        "OIdfjX.u4Y3SJ4I2",
+        ":19000:0:99999:7:::",
+    ),
+    (
+        "root:$6$saltsalt$8iYtNHxjWRl.NF6oNZ5tF.iKFlQREaXBLlSmZKP6dy9l5z3vsooWNW0/GZ6Nej73/"
+        "TFug6pIPSqbJoCT6dfnj.:19000:0:99999:7:::",
+        "8iYtNHxjWRl",
+        "root:",
+    ),
+    (
+        "alice:$y$j9T$F5Jx5fExrKuPp53xLKQ..1$PmNgGTLMFjJn.URBv11CpTEm5RwlKtPjRtztKe6.b33:19500::::::",
+        "PmNgGTLMFjJn",
+        "alice:",
+    ),
+    (
+        "bob:!$gy$j9T$F5Jx5fExrKuPp53xLKQ..1$pqxNhMZNzEpH0BE7/ZudIY41.ZuRdHUEOOaWBy5Vls9:19500:0:::::",
+        "pqxNhMZNzEpH",
+        "bob:!",
+    ),
+    (
+        "hash: $7$CU..../....2T6SXQJsCCVZPgwAyFsjC1$ASHns..aU47/fYrDTIddvl62ttyylCJuFUhGwQOu9TC",
+        "ASHns..aU47",
+        "hash: ",
+    ),
+    (
+        "admin:$2y$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8.",
+        "oXuKqgZXLiJq",
+        "admin:",
+    ),
+    (
+        "UPDATE users SET hash='$2b$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8.'",
+        "oXuKqgZXLiJq",
+        "hash='",
+    ),
+    ('{"hash": "$2a$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8."}', "oXuKqg", "{"),
+    (
+        "argon2: $argon2id$v=19$m=65536,t=2,p=1$gZiV/M1gPc22ElAH/Jh1Hw$CWOrkoo7oJBQ/iyh7uJ0LO2aLEfrHwTWllSAxT0zRno",
+        "CWOrkoo7oJBQ",
+        "argon2: ",
+    ),
+    ("alice:$apr1$saltsalt$r/QcFGT5pNL28bNkeDMHR.", "r/QcFGT5pNL28bNkeDMHR.", "alice:"),
+    ("carol:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=", "87u9ZqY9S/F0eUBXjsPQEDUw4h0=", "carol:"),
 ]
 
 
@@ -101,6 +202,28 @@ def test_canary_secrets_are_masked_and_their_label_stays(
         "ssh://git@github.com:22/org/repo.git",
         "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
         "bypass=1 author=alice tokens=3 passwords_file=/run/pw",
+        # shell variables and positional parameters, prices
+        'echo "$HOME" $USER; awk \'{print $1}\' f; echo "$1$2$3"; cp "$1" "$2"',
+        'for f in "$@"; do printf \'%s\\n\' "$1$f"; done; x=$((a$1+$5))',
+        "price $5, or $6 with tax; $1 off; $7 shipping; $2a$ is not a hash",
+        "sha256:3f2a9c1b7e4d5f6a8b9c0d1e2f3a4b5c6d7e8f903f2a9c1b7e4d5f6a8b9c0d1e",
+        # /etc/passwd, and /etc/shadow entries without a password hash
+        "alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash",
+        "daemon:*:19000:0:99999:7:::\nalice:!:19000:0:99999:7:::\nbob:!!:19000::::::",
+        "carol:!*:19000:0:99999:7:::\ndave::19000:0:99999:7:::",
+        # Kubernetes: a certificate, a size, a path
+        "  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJz",
+        "tls.key:  1704 bytes\nssl_certificate_key /etc/ssl/private/server.key;",
+        "server.key: /etc/ssl/private/server.key",
+        "SECRET_KEY_FILE=/run/secrets/django secretKeyRef: {name: app}",
+        # the word password with no value that looks like one
+        "Forgot your password? Reset it here.",
+        "Changing password for alice.\nThe password is stored in the vault.",
+        "password   required   pam_unix.so obscure yescrypt\n@include common-password",
+        "by default the password is changeme",
+        # redis.conf's own prose
+        '# If the master is password protected (using the "requirepass" configuration',
+        "# The requirepass is not compatible with aclfile option and the ACL LOAD",
     ],
 )
 def test_ordinary_text_is_unchanged(text: str) -> None:
@@ -256,6 +379,16 @@ def test_long_texts_are_redacted_line_by_line_with_the_same_result() -> None:
     assert "s3cretpw" not in r(text) and "AKIAABCDEFGHIJKLMNOP" not in r(text)
 
 
+@pytest.mark.parametrize("first", ["", "İstanbul: lower() makes this line longer\n"])
+def test_long_texts_mask_every_canary_as_its_line_alone_does(first: str) -> None:
+    """Past 4 KiB, patterns run only on the lines that hold their hints: none is missed."""
+    lines = [text for text, _, _ in CANARIES] + ["plain line with nothing"] * 10
+    text = first + "\n".join(lines * 20)
+    assert len(text) > 4096
+    r = Redactor()
+    assert r(text) == "\n".join(r(line) for line in text.split("\n"))
+
+
 def test_a_secret_added_later_masks_text_seen_before() -> None:
     redactor = Redactor()
     line = "login ok for hunter2-Zq9 at 10:02"
@@ -263,3 +396,130 @@ def test_a_secret_added_later_masks_text_seen_before() -> None:
     redactor.add("hunter2-Zq9")
     assert redactor(line) == f"login ok for {MASK} at 10:02"
     assert redactor(line) == f"login ok for {MASK} at 10:02"
+
+
+KEY_LINES = PRIVATE_KEY.split("\n")[1:-1]
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_a_key_block_streamed_in_chunks_is_masked_on_screen_and_in_the_transcript(
+    size: int, tmp_path: Path
+) -> None:
+    redactor = Redactor()
+    text = f"$ cat key\n{PRIVATE_KEY}\n$ cat other\n{PRIVATE_KEY.replace('OPENSSH', 'RSA')}\nok\n"
+    screen = streamed(redactor, text, size)
+    transcript = transcribed(redactor, text, tmp_path / "t.jsonl")
+    for line in KEY_LINES:
+        assert line not in screen
+        assert line not in transcript
+    # However it was cut, the screen shows what redacting the whole output shows.
+    assert screen == redactor(text)
+    assert screen.endswith(
+        f"-----BEGIN RSA PRIVATE KEY-----{MASK}-----END RSA PRIVATE KEY-----\nok\n"
+    )
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_a_streamed_key_without_its_end_is_masked_to_the_end(size: int) -> None:
+    redactor = Redactor()
+    text = "before\n" + PRIVATE_KEY.rsplit("\n", 1)[0] + "\n[... 40 lines cut ...]\nmore"
+    screen = streamed(redactor, text, size)
+    assert screen == f"before\n-----BEGIN OPENSSH PRIVATE KEY-----{MASK}"
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_putty_private_lines_streamed_in_chunks_are_masked(size: int, tmp_path: Path) -> None:
+    redactor = Redactor()
+    text = (
+        "PuTTY-User-Key-File-3: ssh-rsa\nPublic-Lines: 1\nAAAAB3NzaC1yc2E\n"
+        "Private-Lines: 3\nAAAIcanaryCANARY1\nAAAIcanaryCANARY2\r\nAAAIcanaryCANARY3\n"
+        "Private-MAC: ab\n"
+    )
+    screen = streamed(redactor, text, size)
+    transcript = transcribed(redactor, text, tmp_path / "t.jsonl")
+    assert "canaryCANARY" not in screen and "canaryCANARY" not in transcript
+    assert screen == redactor(text)
+    assert "Private-Lines: 3\n[REDACTED]\nPrivate-MAC: ab\n" in screen
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_a_key_on_one_long_line_is_masked_when_the_line_is_shown_in_parts(size: int) -> None:
+    """A line too long to wait for is shown in parts; a BEGIN line is never cut in two."""
+    body = "\\n".join(KEY_LINES)
+    for lead in range(4040, 4100, 7):  # the BEGIN line straddles where the line is cut
+        text = (
+            "a" * lead
+            + "-----BEGIN PRIVATE KEY-----\\n"
+            + body
+            + "\\n-----END PRIVATE KEY-----"
+            + "b" * 5000
+            + "\nnext\n"
+        )
+        screen = streamed(Redactor(), text, size)
+        assert "canaryCANARY" not in screen and "b3BlbnNzaC1rZXkt" not in screen
+        assert screen.endswith("b" * 5000 + "\nnext\n")
+
+
+def test_redacting_a_masked_putty_key_again_changes_nothing() -> None:
+    redactor = Redactor()
+    once = redactor("Private-Lines: 1\nAAAAIcanaryCANARY\nPrivate-MAC: ab")
+    assert once == f"Private-Lines: 1\n{MASK}\nPrivate-MAC: ab"
+    assert redactor(once) == once
+
+
+# Lines whose masked form is known exactly: the label and the rest of the line stay.
+EXACT = [
+    ("machine h login u password x", f"machine h login u password {MASK}"),
+    ("machine h\n  login u\n  password x\n", f"machine h\n  login u\n  password {MASK}\n"),
+    ("requirepass x", f"requirepass {MASK}"),
+    ("# requirepass foobared", f"# requirepass {MASK}"),
+    ('masterauth "two words"', f"masterauth {MASK}"),
+    ("SECRET_KEY = 'abc'", f"SECRET_KEY = '{MASK}'"),
+    (
+        "root:$6$saltsalt$8iYtNHxjWRl.NF6oNZ5tF.iKFlQREaXBLlSmZKP6dy9l5z3vsooWNW0/GZ6Nej73/"
+        "TFug6pIPSqbJoCT6dfnj.:19000:0:99999:7:::",
+        f"root:{MASK}:19000:0:99999:7:::",
+    ),
+    (
+        "/etc/shadow:bob:!$1$saltsalt$ZliGyAN3DciDHEkDboonh/:19000:0:99999:7:::",
+        f"/etc/shadow:bob:!{MASK}:19000:0:99999:7:::",
+    ),
+    ("alice:$apr1$saltsalt$r/QcFGT5pNL28bNkeDMHR.", f"alice:{MASK}"),
+    ("carol:{SHA}87u9ZqY9S/F0eUBXjsPQEDUw4h0=", f"carol:{MASK}"),
+    (
+        "admin:$2y$05$abcdefghijklmnopqrstuuoXuKqgZXLiJqzfmMXDDhSFPIvxV7t8.",
+        f"admin:{MASK}",
+    ),
+    (
+        "data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n"
+        "  tls.key: LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t\nkind: Secret",
+        f"data:\n  tls.crt: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t\n  tls.key: {MASK}\nkind: Secret",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "masked"), EXACT)
+def test_what_stays_visible_around_a_masked_value(text: str, masked: str) -> None:
+    assert Redactor()(text) == masked
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+@pytest.mark.parametrize(("text", "secret", "label"), CANARIES)
+def test_canary_secrets_streamed_in_chunks_are_masked_on_screen_and_in_the_transcript(
+    text: str, secret: str, label: str, size: int, tmp_path: Path
+) -> None:
+    redactor = Redactor()
+    output = f"$ cat settings\n{text}\n$ echo done\ndone\n"
+    screen = streamed(redactor, output, size)
+    transcript = transcribed(redactor, output, tmp_path / "t.jsonl")
+    assert secret not in screen
+    assert secret not in transcript
+    assert label in screen and MASK in screen
+    assert screen.endswith("\n$ echo done\ndone\n")
+
+
+@pytest.mark.parametrize("size", CHUNK_SIZES)
+def test_exact_masks_hold_when_streamed_in_chunks(size: int) -> None:
+    redactor = Redactor()
+    output = "\n".join(text for text, _ in EXACT) + "\n"
+    assert streamed(redactor, output, size) == "\n".join(m for _, m in EXACT) + "\n"

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from kosmos.engine.guard import LineRedactor
+from kosmos.events import CommandOutput
+from kosmos.hosts.local import LocalRunner
 from kosmos.safety import Redactor
 from tests.conftest import run_cli
+from tests.helpers import run_session
 from tests.llmserver import ScriptedLLM
 
 ENV_TOKEN = "canary-env-5f1e2d3c9b"
@@ -115,3 +118,38 @@ def test_streamed_output_is_redacted_across_chunk_boundaries() -> None:
     shown = lines.feed(f"token={ENV_TOKEN[:5]}") + lines.feed(f"{ENV_TOKEN[5:]}\nnext")
     shown += lines.flush()
     assert ENV_TOKEN not in shown and shown == "token=[REDACTED]\nnext"
+
+
+async def test_a_key_printed_in_pieces_is_masked_live_and_in_the_transcript(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """The screen gets the key in three reads, apart in time; no line of its body shows."""
+    body = [f"{KEY_BODY}{n}" for n in range(6)]
+    key = ["-----BEGIN OPENSSH PRIVATE KEY-----", *body, "-----END OPENSSH PRIVATE KEY-----"]
+    (tmp_path / "id_ed25519").write_text("\n".join(key) + "\n")
+    command = (
+        "head -n 3 id_ed25519; sleep 0.3; sed -n 4,5p id_ed25519; sleep 0.3; "
+        "tail -n +6 id_ed25519; echo done"
+    )
+    llm.script(f"[CMD] {command}", "[DONE] read")
+    path = tmp_path / "run.jsonl"
+    run = await run_session(
+        llm.base_url,
+        runner=LocalRunner(cwd=tmp_path, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}),
+        transcript=path,
+    )
+    assert run.result.status == "done", run.result.message
+    pieces = [e.text for e in run.of(CommandOutput)]
+    # The BEGIN line was shown on its own, while the rest of the key was still to come.
+    assert len(pieces) >= 2, pieces
+    assert pieces[0] == "-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]"
+    screen = "".join(pieces)
+    transcript = path.read_text()
+    bodies = json.dumps([r.body for r in llm.requests])
+    for line in body:
+        assert line not in screen, (line, pieces)
+        assert line not in transcript, line
+        assert line not in bodies, line
+    assert screen == (
+        "-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]-----END OPENSSH PRIVATE KEY-----\ndone\n"
+    )

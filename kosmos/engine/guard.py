@@ -1,7 +1,8 @@
 """What stands between host data and the LLM, the screen and the transcript.
 
 * Redaction: every event the session emits and every message it keeps passes through the
-  run's `Redactor`; streamed output is redacted line by line.
+  run's `Redactor`; streamed output is redacted line by line, and a private key left
+  open at the end of one chunk stays masked in the next until its END line.
 * Fencing: command output and knowledge files are data. A line in them that the reply
   parser would take for a directive (`[DONE]`, `[CMD] rm -rf /`, `**[ASK]**`) or for the
   step counter is escaped with a backslash before the tag, so the LLM reads it as quoted
@@ -18,12 +19,15 @@ from pydantic import BaseModel, TypeAdapter
 from kosmos.engine.parser import _TAG_RE
 from kosmos.events import Event, Message
 from kosmos.safety import Redactor
+from kosmos.safety.redact import block_end, open_block
 
 _STEP_RE = re.compile(r"^([ \t>*_`]*)(\[\s*Step\s+\d+\s+of\s+\d+\s*\])", re.IGNORECASE)
 _LEAD = re.compile(r"^[ \t>*_`]*")
 
-# A partial line longer than this is shown before its newline arrives.
+# A partial line longer than this is shown before its newline arrives, all but its last
+# characters: they may be the start of a key's BEGIN or END line, or of a token.
 MAX_PENDING = 4096
+KEEP_PENDING = 128
 
 
 def neutralise(text: str) -> str:
@@ -93,21 +97,35 @@ def redact_message(message: Message, redactor: Redactor) -> Message:
 
 
 class LineRedactor:
-    """Redacts streamed output a line at a time, so a secret split across chunks is caught."""
+    """Redacts streamed output a line at a time, so a secret split across chunks is caught.
+
+    It remembers a private key (or PuTTY's private lines) left open at the end of a chunk
+    and shows nothing of what follows until the block ends, however the chunks split.
+    """
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
         self._pending = ""
+        self._block: str | None = None
 
     def feed(self, text: str) -> str:
         """Complete lines (and a very long partial one) ready to show, redacted."""
         text = self._pending + text
         cut = max(text.rfind("\n"), text.rfind("\r")) + 1
         if cut == 0 and len(text) > MAX_PENDING:
-            cut = len(text)
+            cut = len(text) - KEEP_PENDING
         self._pending = text[cut:]
-        return self.redactor(text[:cut]) if cut else ""
+        return self._show(text[:cut]) if cut else ""
 
     def flush(self) -> str:
         text, self._pending = self._pending, ""
-        return self.redactor(text) if text else ""
+        return self._show(text) if text else ""
+
+    def _show(self, text: str) -> str:
+        if self._block is not None:
+            end = block_end(text, self._block)
+            if end is None:
+                return ""  # still inside the block: all of it is secret
+            text, self._block = text[end:], None
+        self._block = open_block(text)
+        return self.redactor(text)

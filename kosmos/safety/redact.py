@@ -5,14 +5,26 @@ A `Redactor` masks, in this order:
 1. the literal secrets it was given (API keys, a sudo password typed at run time) and the
    values of environment variables whose name looks secret, longest first so that a secret
    containing another one does not leak its tail;
-2. private key blocks, to their END line or, when that is missing, to the end of the text;
+2. private key blocks, to their END line or, when that is missing, to the end of the text,
+   and PuTTY's private lines;
 3. what looks like a credential: AWS and Google keys, vendor tokens (GitHub, GitLab, Slack,
    OpenAI-style, Stripe, Hugging Face, npm), JWTs, `Bearer`/`Basic` authorization,
    passwords in URLs and command-line flags, Azure `AccountKey=`, and `key=value`,
-   `key: value`, `"key": "value"` pairs whose key names a secret.
+   `key: value`, `"key": "value"`, `config["KEY"] = "value"` pairs whose key names a
+   secret (`SECRET_KEY = '...'` in Django and Flask settings among them);
+4. passwords in config files that have no `=` or `:`: `.netrc` (`machine h login u password
+   x`, or the `password x` line of an entry spread over lines), redis.conf (`requirepass x`,
+   `masterauth x`, also as grep shows them and in `CONFIG SET`), and a Kubernetes Secret's
+   values under keys ending in `.key` (`tls.key: <base64>`; keys ending in `password` or
+   `token` are pairs already);
+5. password hashes: crypt(3) in its MD5, SHA-256/512, bcrypt, yescrypt, GOST yescrypt,
+   scrypt and Argon2 forms, Apache's `$apr1$` and `{SHA}`, wherever they stand, so the
+   password field of an /etc/shadow or htpasswd line is masked and the rest stays.
 
 Labels stay visible (`password=[REDACTED]`, `Bearer [REDACTED]`, `ghp_[REDACTED]`,
-`https://user:[REDACTED]@host`) so the reader still knows what was there.
+`https://user:[REDACTED]@host`, `requirepass [REDACTED]`, `root:[REDACTED]:19000:0:99999:7:::`)
+so the reader still knows what was there. The patterns are a table of their own, in
+`kosmos.safety.secret_patterns`.
 
 Judgement calls: environment values shorter than 6 characters, plain paths, and variables
 named like sockets, files, directories, URLs or IDs (SSH_AUTH_SOCK, GIT_ASKPASS,
@@ -20,24 +32,50 @@ XAUTHORITY, ..._FILE, ..._DIR) are not treated as secrets: masking them everywhe
 mangle ordinary output. A key must end in the secret word (`db_password`, `api_key`,
 `PGPASSWORD`) so `max_tokens=512`, `key_size=2048` and `tokenizer: bpe` stay readable;
 `PWD=/home/me` is a directory, not a password. An unquoted value that reads as code or a
-placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null`) is left
-alone; a quoted one is always masked. Hex strings are never guessed at: git SHAs and UUIDs
-pass through.
+placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null`,
+`config["TOKEN"] = token`) is left alone; a quoted one is always masked. Hex strings are
+never guessed at: git SHAs and UUIDs pass through. A hash needs its full shape (`$6$`, a
+salt, `$`, 43 or more characters), so `$1`, `$HOME` and `price $5` are text; the `*`, `!`,
+`!!` of a shadow line hold no password and stay; DES hashes (13 bare characters) are not
+told apart from words. `.netrc` keywords are lower-case words: `default` must start its
+line and a lone `password` line's value must not end a sentence, so `the default password
+is` and `password combination.` in wrapped prose stay. redis.conf's directives start their
+line (`# The requirepass is not compatible` is prose). A `.key` value must be 16 or more
+base64 characters: `tls.key:  1704 bytes` (kubectl describe) and key paths stay; `tls.crt`
+is public.
 
-The redactor is stateless between calls: a caller that streams output should redact whole
-lines (or whole outputs), or a key block split across two chunks shows its second half.
+The redactor is stateless between calls. A caller that streams output redacts whole lines
+and carries multi-line secrets over from chunk to chunk: `open_block` says whether a chunk
+ends inside a private key (or PuTTY's private lines), and `block_end` where, in a later
+chunk, that block ends; everything before it is secret (`kosmos.engine.guard.LineRedactor`).
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["MASK", "Redactor"]
+from kosmos.safety.secret_patterns import (
+    ANY_HINT,
+    KEY_END,
+    KEY_TAIL,
+    KEY_VALUE,
+    KEYWORD,
+    KEYWORD_ANY_CASE,
+    MASK,
+    NOT_A_VALUE,
+    PRIVATE_KEY,
+    PUTTY_KEY,
+    PUTTY_REST,
+    SECRET_KEY,
+    TOKENS,
+    Token,
+)
 
-MASK = "[REDACTED]"
+__all__ = ["MASK", "Redactor", "block_end", "open_block"]
 
 # Shorter literals match too much ordinary text to be worth masking.
 MIN_SECRET_LEN = 4
@@ -50,101 +88,60 @@ _ENV_NOT_SECRET = re.compile(
 )
 _PLAIN_PATH = re.compile(r"[~/][\w./@+-]*")
 
-# Key names: the long words may follow any prefix (PGPASSWORD, aws_secret_access_key); the
-# short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
-_LONG_KEYS = (
-    r"password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|client[_-]?secret|credentials?|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)"
-)
-_SHORT_KEYS = r"pwd|pass|auth"
-_KEY = rf"(?:[\w.-]*?(?:{_LONG_KEYS})|-{{0,2}}(?:[A-Za-z0-9]+[_.-])*(?:{_SHORT_KEYS}))"
-_SECRET_KEY = re.compile(rf"(?:{_KEY}|authorization|proxy-authorization)", re.IGNORECASE)
-
-_PRIVATE_KEY = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
-    r".*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
-)
-# The tail of a key block whose BEGIN line was cut off (a capped output, a second chunk).
-_KEY_TAIL = re.compile(
-    r"^(?:[A-Za-z0-9+/=]{16,}\r?\n)+(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
-    re.MULTILINE,
-)
-_PUTTY_KEY = re.compile(r"(Private-Lines:[ \t]*\d+[ \t]*\r?\n)(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+")
-
-# (hints, pattern, replacement). A pattern runs only when one of its hints occurs in the
-# text (lower-cased hints are looked up in the lower-cased text): substring tests are far
-# cheaper than a regex pass, and most output holds none of them. Group 1, where present, is
-# the label that stays visible.
-_TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = tuple(
-    (hints, re.compile(pattern), replacement)
-    for hints, pattern, replacement in (
-        (("AKIA", "ASIA", "ABIA", "ACCA"), r"\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", rf"\1{MASK}"),
-        (("AIza",), r"\b(AIza)[0-9A-Za-z_-]{35}", rf"\1{MASK}"),
-        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(gh[pousr]_)[A-Za-z0-9]{20,}", rf"\1{MASK}"),
-        (("github_pat_",), r"\b(github_pat_)[A-Za-z0-9_]{20,}", rf"\1{MASK}"),
-        (("glpat-",), r"\b(glpat-)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
-        (("xox",), r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}", rf"\1{MASK}"),
-        (("sk-",), r"(?<![\w-])(sk-)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}", rf"\1{MASK}"),
-        (("k_live_", "k_test_"), r"\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}", rf"\1{MASK}"),
-        (("hf_",), r"\b(hf_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
-        (("npm_",), r"\b(npm_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
-        (("ya29.",), r"\b(ya29\.)[\w-]{20,}", rf"\1{MASK}"),
-        (("eyJ",), r"\beyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*", MASK),
-        (("earer",), r"\b([Bb]earer[ \t]+)(?=[\w.~+/-]*\d)[\w.~+/-]{8,}=*", rf"\1{MASK}"),
-        (
-            ("authorization",),
-            r"(?i)\b((?:proxy-)?authorization[ \t]*:[ \t]*(?:[a-z0-9-]+[ \t]+)?)[^\s\"'\\]+",
-            rf"\1{MASK}",
-        ),
-        (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(@)", rf"\1{MASK}\2"),
-        (
-            ("sig=", "signature="),
-            r"(?i)([?&](?:sig|X-Amz-Signature|X-Goog-Signature)=)[^&\s\"']+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("</",),
-            r"(?i)(<([\w-]*:)?(?:password|passwd|secret|token|api_?key)>)[^<]+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("--",),
-            r"(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|"
-            r"access-token|client-secret)[ \t]+['\"]?)[^\s'\"]+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("curl",),
-            r"\b(curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:)[^\s'\"]+",
-            rf"\1{MASK}",
-        ),
-        (
-            ("mysql", "mariadb"),
-            r"\b((?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p)"
-            r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)",
-            rf"\1{MASK}",
-        ),
-        (("sshpass",), r"\b(sshpass\b[^\n|;&]*?[ \t]-p[ \t]*)[^\s'\"]+", rf"\1{MASK}"),
-    )
-)
-
-# The same, with lower-cased hints looked up in the lower-cased text: one scan per hint.
-_TOKENS_LOWER = tuple(
-    (tuple(h.lower() for h in hints), pattern, repl) for hints, pattern, repl in _TOKENS
-)
 # Past this size, the token patterns run only on the lines that hold one of their hints:
 # none of them spans lines, and a regex scan of every line of a long log costs far more.
 _LINEWISE_FROM = 4096
 
 
-def _sub_tokens(
-    text: str, lower: str, active: list[tuple[tuple[str, ...], re.Pattern[str], str]]
-) -> str:
+def _sub_tokens(text: str, lower: str, active: list[Token]) -> str:
     if len(text) < _LINEWISE_FROM:
         for _, pattern, replacement in active:
             text = pattern.sub(replacement, text)
         return text
+    if len(lower) != len(text):
+        return _sub_tokens_by_line(text, lower, active)  # positions would not line up
+    for hints, pattern, replacement in active:
+        if len(hints) == 1 and len(hints[0]) == 1:
+            # A one-character hint begins its pattern (`$` for hashes): the regex engine
+            # skips to it as fast as str.find would, and it may be on most lines of a script.
+            new = pattern.sub(replacement, text)
+            if new != text:
+                text, lower = new, new.lower()
+            continue
+        out: list[str] = []
+        done = 0
+        for start, end in _lines_with(lower, hints):
+            line = text[start:end]
+            new = pattern.sub(replacement, line)
+            if new != line:
+                out += (text[done:start], new)
+                done = end
+        if out:
+            out.append(text[done:])
+            text = "".join(out)
+            lower = text.lower()
+    return text
+
+
+def _lines_with(lower: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each line of `lower` that holds one of `hints`, in order.
+
+    The hints are found by str.find, which skips the lines without them at C speed; a loop
+    over every line in Python costs more than the pattern on the few lines that matter.
+    """
+    spans: set[tuple[int, int]] = set()
+    for hint in hints:
+        at = lower.find(hint)
+        while at != -1:
+            start = lower.rfind("\n", 0, at) + 1
+            end = lower.find("\n", at)
+            end = len(lower) if end == -1 else end
+            spans.add((start, end))
+            at = lower.find(hint, end)
+    return sorted(spans)
+
+
+def _sub_tokens_by_line(text: str, lower: str, active: list[Token]) -> str:
     lines, lowers = text.split("\n"), lower.split("\n")
     for i, low in enumerate(lowers):
         line = lines[i]
@@ -157,37 +154,15 @@ def _sub_tokens(
     return "\n".join(lines)
 
 
-# Key/value pairs are found from their secret word outwards, not by trying the full
-# pattern at every position of the text; the word is looked for in the lower-cased text,
-# which is an order of magnitude faster than an IGNORECASE search.
-_KEYWORD = re.compile(rf"{_LONG_KEYS}|{_SHORT_KEYS}")
-_KEYWORD_ANY_CASE = re.compile(rf"{_LONG_KEYS}|{_SHORT_KEYS}", re.IGNORECASE)
-_KEY_CHARS = frozenset("_.-")
-_MAX_KEY_LEN = 64
-_KEY_VALUE = re.compile(
-    rf"(?<![\w./-])({_KEY})"
-    r"([\"']?[ \t]*(?:=>|=|:(?!//))[ \t]*)"
-    r"(?:\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'|([^\s\"',;&]+))",
-    re.IGNORECASE,
-)
-
-
-# Unquoted values that are code or placeholders, not secrets: `password: str`,
-# `token = os.environ["TOKEN"]`, `password=getpass()`, `PGPASSWORD=$PW`, `"password": null`.
-_NOT_A_VALUE = re.compile(
-    r"str|int|float|bool|bytes|none|null|nil|true|false|secretstr|string|number|boolean"
-    r"|any|required|optional|undefined|[{\[($%<].*|[A-Za-z_][\w.]*[(\[].*",
-    re.IGNORECASE,
-)
-
-
 def _mask_pair(m: re.Match[str]) -> str:
     key, sep, dq, sq, bare = m.groups()
     value = dq if dq is not None else sq if sq is not None else bare
     if not value or value.endswith(MASK):
         return m.group()  # empty, or already masked (`OPENAI_API_KEY=sk-[REDACTED]`)
-    if bare is not None and (_NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key):
-        return m.group()
+    if bare is not None and (
+        NOT_A_VALUE.fullmatch(value) or value.rstrip(")") == key or sep.startswith(("']", '"]'))
+    ):
+        return m.group()  # code: `password: str`, `config["TOKEN"] = token`
     if key.lower() == "pwd" and value.startswith("/"):
         return m.group()  # PWD=/home/me is the working directory
     quote_char = '"' if dq is not None else "'" if sq is not None else ""
@@ -196,24 +171,25 @@ def _mask_pair(m: re.Match[str]) -> str:
 
 def _mask_pairs(text: str, lower: str) -> str:
     # lower() can change the length of some non-ASCII text; positions must line up.
-    words = (
-        _KEYWORD.finditer(lower) if len(lower) == len(text) else _KEYWORD_ANY_CASE.finditer(text)
-    )
+    words = KEYWORD.finditer(lower) if len(lower) == len(text) else KEYWORD_ANY_CASE.finditer(text)
     out: list[str] = []
     done = 0
     for word in words:
         if word.start() < done:
             continue
-        # The key ends with its secret word: right after it come a separator or a quote.
+        # The key ends with its secret word: right after it come a separator, a quote, or a
+        # quote and a bracket (`app.config["SECRET_KEY"] = ...`).
         end = word.end()
         if end < len(text) and text[end] in "\"'":
             end += 1
+            if end < len(text) and text[end] == "]":
+                end += 1
         while end < len(text) and text[end] in " \t":
             end += 1
         if end >= len(text) or text[end] not in "=:":
             continue
         start = _key_start(text, word.start())
-        pair = None if start is None else _KEY_VALUE.match(text, start)
+        pair = None if start is None else KEY_VALUE.match(text, start)
         if pair is not None:
             out += (text[done : pair.start()], _mask_pair(pair))
             done = pair.end()
@@ -221,20 +197,15 @@ def _mask_pairs(text: str, lower: str) -> str:
     return "".join(out)
 
 
-# Every hint and secret word in one pattern: a short text in which it finds nothing holds no
-# secret a pattern could catch. (Past a few hundred characters, the hint-by-hint lookups
-# above are cheaper than this alternation.)
-_ANY_HINT = re.compile(
-    "|".join(
-        [re.escape(h) for h in sorted({h for t in _TOKENS_LOWER for h in t[0]}, key=len)[::-1]]
-        + [_LONG_KEYS, _SHORT_KEYS]
-    )
-)
 _QUICK_UPTO = 512
 # How many texts (of up to how many characters) a Redactor remembers the result for: the
 # session redacts each message when it is kept and again in the event that reports it.
 _MEMO_SIZE = 1024
 _MEMO_TEXT = 16 * 1024
+
+
+_KEY_CHARS = frozenset("_.-")
+_MAX_KEY_LEN = 64
 
 
 def _key_start(text: str, pos: int) -> int | None:
@@ -249,6 +220,41 @@ def _key_start(text: str, pos: int) -> int | None:
 
 def _private_key(m: re.Match[str]) -> str:
     return f"{m.group(1)}{MASK}{m.group(2)}"
+
+
+def open_block(text: str) -> str | None:
+    """The multi-line secret that `text` ends inside of: "key", "putty", or None.
+
+    A caller that streams uses it to carry the block over to the next chunk, whose start
+    `block_end` then finds the end of.
+    """
+    if "PRIVATE KEY" in text:
+        key = _last(PRIVATE_KEY, text)
+        if key is not None and not key.group(2):
+            return "key"  # everything after a BEGIN line without its END is key
+    if "Private-Lines:" in text:
+        putty = _last(PUTTY_KEY, text)
+        if putty is not None and putty.end() == len(text):
+            return "putty"
+    return None
+
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    last = deque(pattern.finditer(text), maxlen=1)
+    return last[0] if last else None
+
+
+def block_end(text: str, block: str) -> int | None:
+    """Where the `block` that `text` continues ends in it; None when it runs on past it.
+
+    A key ends where its END line starts (the END line is shown); PuTTY's private lines end
+    at the first line that is not base64.
+    """
+    if block == "key":
+        end = KEY_END.search(text)
+        return end.start() if end else None
+    lines = PUTTY_REST.match(text)
+    return None if lines is None or lines.end() == len(text) else lines.end()
 
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:
@@ -322,14 +328,14 @@ class Redactor:
         if self._literal is not None:
             text = self._literal.sub(MASK, text)
         if "PRIVATE KEY" in text:
-            text = _PRIVATE_KEY.sub(_private_key, text)
-            text = _KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
+            text = PRIVATE_KEY.sub(_private_key, text)
+            text = KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
         if "Private-Lines:" in text:
-            text = _PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
+            text = PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
         lower = text.lower()
-        if len(text) <= _QUICK_UPTO and len(lower) == len(text) and not _ANY_HINT.search(lower):
+        if len(text) <= _QUICK_UPTO and len(lower) == len(text) and not ANY_HINT.search(lower):
             return text
-        active = [t for t in _TOKENS_LOWER if any(h in lower for h in t[0])]
+        active = [t for t in TOKENS if any(h in lower for h in t[0])]
         if active:
             text = _sub_tokens(text, lower, active)
             lower = text.lower()
@@ -346,7 +352,7 @@ class Redactor:
         if isinstance(value, Mapping):
             out = {}
             for key, item in value.items():
-                secret_key = isinstance(key, str) and _SECRET_KEY.fullmatch(key)
+                secret_key = isinstance(key, str) and SECRET_KEY.fullmatch(key)
                 if secret_key and isinstance(item, str) and item:
                     out[self(key)] = MASK
                 else:

@@ -1,0 +1,182 @@
+"""The shapes of secrets the redactor looks for: a catalogue, kept apart from the code.
+
+What each entry masks, and why some look-alikes are left alone, is told in the docstring of
+`kosmos.safety.redact`, which applies them; the comments here say why a pattern has the
+shape it has.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "[REDACTED]"
+
+# (hints, pattern, replacement): see the table below.
+Token = tuple[tuple[str, ...], re.Pattern[str], str]
+
+# Key names: the long words may follow any prefix (PGPASSWORD, aws_secret_access_key); the
+# short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
+LONG_KEYS = (
+    r"password|passwd|passphrase|secret[_-]?key(?:[_-]?base)?|secret|token|api[_-]?key"
+    r"|access[_-]?key|private[_-]?key"
+    r"|client[_-]?secret|credentials?|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)"
+)
+SHORT_KEYS = r"pwd|pass|auth"
+_KEY = rf"(?:[\w.-]*?(?:{LONG_KEYS})|-{{0,2}}(?:[A-Za-z0-9]+[_.-])*(?:{SHORT_KEYS}))"
+SECRET_KEY = re.compile(rf"(?:{_KEY}|authorization|proxy-authorization)", re.IGNORECASE)
+
+PRIVATE_KEY = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
+    r".*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+# The tail of a key block whose BEGIN line was cut off (a capped output, a second chunk).
+KEY_TAIL = re.compile(
+    r"^(?:[A-Za-z0-9+/=]{16,}\r?\n)+(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
+    re.MULTILINE,
+)
+KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+# A PuTTY key's private lines follow its `Private-Lines: N` line. A line already masked
+# counts as one of them, so that redacting twice changes nothing.
+_PUTTY_LINES = re.compile(rf"(?:(?:[A-Za-z0-9+/=]+|{re.escape(MASK)})(?:\r?\n|\r|\Z))*")
+PUTTY_KEY = re.compile(rf"(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|\r)){_PUTTY_LINES.pattern}")
+# The same lines at the start of a later chunk, which may begin with the \n of a \r\n.
+PUTTY_REST = re.compile(rf"\n?{_PUTTY_LINES.pattern}")
+
+# Password hashes in crypt(3) form, as /etc/shadow, htpasswd files and databases keep them:
+# MD5 (and Apache's), SHA-256/512, bcrypt, yescrypt, GOST yescrypt, scrypt, Argon2. Each
+# needs its full shape, so `$1`, `$5` or `$HOME` in a script never match. Their hint is a
+# lone `$`: one character is found at memchr speed, where a dozen `$6$`-like hints would
+# each cost a scan of the text.
+_CRYPT_CHARS = r"[./0-9A-Za-z]"
+# The pattern starts with its `$`, the lookbehind after it, so that the regex engine skips
+# to each `$` instead of trying every position.
+_CRYPT = (
+    r"\$(?<![\w$]\$)(?:"
+    rf"(?:1|apr1)\${_CRYPT_CHARS}{{0,8}}\${_CRYPT_CHARS}{{22,}}"
+    rf"|[56]\$(?:rounds=\d+\$)?{_CRYPT_CHARS}{{0,16}}\${_CRYPT_CHARS}{{43,}}"
+    rf"|2[abxy]?\$\d\d\${_CRYPT_CHARS}{{53,}}"
+    rf"|g?y\${_CRYPT_CHARS}+\${_CRYPT_CHARS}*\${_CRYPT_CHARS}{{43,}}"
+    rf"|7\${_CRYPT_CHARS}{{11,}}\${_CRYPT_CHARS}{{43,}}"
+    r"|argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+)"
+)
+
+# (hints, pattern, replacement). A pattern runs only when one of its hints occurs in the
+# text (lower-cased hints are looked up in the lower-cased text): substring tests are far
+# cheaper than a regex pass, and most output holds none of them. Group 1, where present, is
+# the label that stays visible.
+_TABLE: tuple[Token, ...] = tuple(
+    (hints, re.compile(pattern), replacement)
+    for hints, pattern, replacement in (
+        (("AKIA", "ASIA", "ABIA", "ACCA"), r"\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", rf"\1{MASK}"),
+        (("AIza",), r"\b(AIza)[0-9A-Za-z_-]{35}", rf"\1{MASK}"),
+        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\b(gh[pousr]_)[A-Za-z0-9]{20,}", rf"\1{MASK}"),
+        (("github_pat_",), r"\b(github_pat_)[A-Za-z0-9_]{20,}", rf"\1{MASK}"),
+        (("glpat-",), r"\b(glpat-)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
+        (("xox",), r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}", rf"\1{MASK}"),
+        (("sk-",), r"(?<![\w-])(sk-)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}", rf"\1{MASK}"),
+        (("k_live_", "k_test_"), r"\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}", rf"\1{MASK}"),
+        (("hf_",), r"\b(hf_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
+        (("npm_",), r"\b(npm_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
+        (("ya29.",), r"\b(ya29\.)[\w-]{20,}", rf"\1{MASK}"),
+        (("eyJ",), r"\beyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*", MASK),
+        (("earer",), r"\b([Bb]earer[ \t]+)(?=[\w.~+/-]*\d)[\w.~+/-]{8,}=*", rf"\1{MASK}"),
+        (
+            ("authorization",),
+            r"(?i)\b((?:proxy-)?authorization[ \t]*:[ \t]*(?:[a-z0-9-]+[ \t]+)?)[^\s\"'\\]+",
+            rf"\1{MASK}",
+        ),
+        (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(@)", rf"\1{MASK}\2"),
+        (
+            ("sig=", "signature="),
+            r"(?i)([?&](?:sig|X-Amz-Signature|X-Goog-Signature)=)[^&\s\"']+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("</",),
+            r"(?i)(<([\w-]*:)?(?:password|passwd|secret|token|api_?key)>)[^<]+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("--",),
+            r"(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|"
+            r"access-token|client-secret|requirepass|masterauth)[ \t]+['\"]?)[^\s'\"]+",
+            rf"\1{MASK}",
+        ),
+        # .netrc: `machine h login u password x` on one line, or the password on its own
+        # line under its machine. Its keywords are lower-case (`Password expired` is prose),
+        # `default` starts a line (`the default password is`), and a lone line's value does
+        # not end a sentence (`password combination.` in wrapped prose).
+        (
+            ("password",),
+            r"(?m)((?:(?<![\w-])machine[ \t]+\S+|^[ \t]*default)"
+            r"(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+"
+            r"|^[ \t]*password[ \t]+(?=\S*[^\s.,;:!?)][ \t\r]*$))\S+",
+            rf"\1{MASK}",
+        ),
+        # redis.conf (also as grep shows it, `file:line:`, and commented out) and CONFIG SET.
+        (
+            ("requirepass", "masterauth"),
+            r"(?im)(^(?:[^\s:]*:(?:\d+:)?)?[ \t]*(?:#[ \t]*)?(?:requirepass|masterauth)[ \t]+"
+            r"|\bconfig[ \t]+set[ \t]+(?:requirepass|masterauth)[ \t]+)"
+            r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']\S*)",
+            rf"\1{MASK}",
+        ),
+        # A Kubernetes Secret's `tls.key: <base64>` (any key ending in .key, YAML or JSON).
+        (
+            (".key",),
+            r"(?i)((?<![\w.-])[\w.-]*\.key[\"']?[ \t]*[:=][ \t]*[\"']?)"
+            r"[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=.-])",
+            rf"\1{MASK}",
+        ),
+        (("$",), _CRYPT, MASK),
+        (("{sha", "{ssha"), r"\{S?SHA(?:256|384|512)?\}[A-Za-z0-9+/]{20,}={0,2}", MASK),
+        (
+            ("curl",),
+            r"\b(curl\b[^\n|;&]*?[ \t](?:-u|--user)[ \t]*['\"]?[^\s:'\"]+:)[^\s'\"]+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("mysql", "mariadb"),
+            r"\b((?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p)"
+            r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"-][^\s'\"]*)",
+            rf"\1{MASK}",
+        ),
+        (("sshpass",), r"\b(sshpass\b[^\n|;&]*?[ \t]-p[ \t]*)[^\s'\"]+", rf"\1{MASK}"),
+    )
+)
+
+# The same, with lower-cased hints looked up in the lower-cased text: one scan per hint.
+TOKENS: tuple[Token, ...] = tuple(
+    (tuple(h.lower() for h in hints), pattern, repl) for hints, pattern, repl in _TABLE
+)
+
+# Key/value pairs are found from their secret word outwards, not by trying the full
+# pattern at every position of the text; the word is looked for in the lower-cased text,
+# which is an order of magnitude faster than an IGNORECASE search.
+KEYWORD = re.compile(rf"{LONG_KEYS}|{SHORT_KEYS}")
+KEYWORD_ANY_CASE = re.compile(rf"{LONG_KEYS}|{SHORT_KEYS}", re.IGNORECASE)
+KEY_VALUE = re.compile(
+    rf"(?<![\w./-])({_KEY})"
+    r"((?:[\"']\]?)?[ \t]*(?:=>|=|:(?!//))[ \t]*)"
+    r"(?:\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'|([^\s\"',;&]+))",
+    re.IGNORECASE,
+)
+
+# Unquoted values that are code or placeholders, not secrets: `password: str`,
+# `token = os.environ["TOKEN"]`, `password=getpass()`, `PGPASSWORD=$PW`, `"password": null`.
+NOT_A_VALUE = re.compile(
+    r"str|int|float|bool|bytes|none|null|nil|true|false|secretstr|string|number|boolean"
+    r"|any|required|optional|undefined|[{\[($%<].*|[A-Za-z_][\w.]*[(\[].*",
+    re.IGNORECASE,
+)
+
+# Every hint and secret word in one pattern: a short text in which it finds nothing holds no
+# secret a pattern could catch. (Past a few hundred characters, looking the hints up one by
+# one is cheaper than this alternation.)
+ANY_HINT = re.compile(
+    "|".join(
+        [re.escape(h) for h in sorted({h for t in TOKENS for h in t[0]}, key=len)[::-1]]
+        + [LONG_KEYS, SHORT_KEYS]
+    )
+)
