@@ -14,7 +14,7 @@ import asyncssh
 import pytest
 
 from tests.llmserver import ScriptedLLM
-from tests.sshd import Sshd, SshdUnavailable, start_sshd
+from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
 from tests.sshserver import InProcessSSHServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,3 +151,11 @@ def services() -> Iterator[Any]:
 @pytest.fixture
 def log_path(tmp_path: Path) -> Path:
     return tmp_path / "chat.log"
+
+
+@pytest.fixture
+def ssh_cli_env(cli_env: dict, home: Path, remote: Sshd) -> dict:
+    write_client_home(home, remote)
+    env = dict(cli_env)
+    env.pop("SSH_AUTH_SOCK", None)
+    return env

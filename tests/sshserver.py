@@ -137,6 +137,9 @@ async def _run_process(state: ServerState, process: asyncssh.SSHServerProcess) -
         await local.wait()
     finally:
         feeder.cancel()
+        # As sshd does: the session's end closes the command's stdin.
+        with contextlib.suppress(OSError):
+            stdin.close()
 
 
 class InProcessSSHServer:
@@ -225,6 +228,11 @@ class FreezableProxy:
 
     def freeze(self) -> None:
         self.frozen.set()
+
+    def cut(self) -> None:
+        """Drop both ends at once, as a failed link or a rebooted router would."""
+        for writer in self._writers:
+            writer.transport.abort()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)

@@ -89,13 +89,14 @@ async def test_alias_runs_as_the_configured_user(runner: SSHRunner, remote: Sshd
     assert result.exit_code == 0
 
 
-async def test_the_first_command_names_the_login_shell_for_the_next(runner: SSHRunner) -> None:
-    # No probe before the first command: it runs under `sh -c` (where $0 is kosmos's own name)
-    # and reports $SHELL; the test user's /bin/sh is POSIX, so the next runs in it directly.
-    first = await runner.run('echo "$0"', timeout=5)
-    second = await runner.run('echo "$0"', timeout=5)
-    assert first.output.text().strip() == "kosmos"
-    assert second.output.text().strip().lstrip("-").rsplit("/", 1)[-1] == "sh"
+async def test_commands_run_under_bash_and_the_first_one_says_so(runner: SSHRunner) -> None:
+    # No probe before the first command: it asks for bash itself and reports the login shell
+    # (the test user's is /bin/sh, dash) and the dialect, which the policy reads from then on.
+    assert runner.dialect is None
+    first = await runner.run("echo \"${BASH_VERSION:+bash}\" $'a\\tb'", timeout=5)
+    assert (runner.login, runner.dialect) == ("sh", "bash")
+    second = await runner.run("echo \"${BASH_VERSION:+bash}\" $'a\\tb'", timeout=5)
+    assert first.output.text() == second.output.text() == "bash a\tb\n"
 
 
 async def test_timeout_leaves_nothing_behind_on_the_server(runner: SSHRunner, remote: Sshd) -> None:
@@ -195,14 +196,6 @@ def test_100_mb_of_output_costs_a_few_mb(remote: Sshd, home: Path) -> None:
 
 
 # -- the CLI end to end ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def ssh_cli_env(cli_env: dict, home: Path, remote: Sshd) -> dict:
-    write_client_home(home, remote)
-    env = dict(cli_env)
-    env.pop("SSH_AUTH_SOCK", None)
-    return env
 
 
 def test_bundled_skill_over_ssh_with_knowledge(

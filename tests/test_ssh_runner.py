@@ -303,7 +303,7 @@ async def test_connection_lost_mid_command_is_reported_not_rerun(
     assert result.connection_lost
     assert result.exit_code is None
     assert result.output.text() == "started\n"
-    assert [c for c in ssh_server.state.commands if "sleep 4706" in c and "kill" not in c]
+    # Sent once, never again (the kill script names the group, not the command).
     assert len([c for c in ssh_server.state.commands if "sleep 4706" in c]) == 1
 
 

@@ -56,7 +56,10 @@ class Resumed:
 
     def describe(self) -> str:
         if self.rerun:
-            what = "its command was interrupted and will not run again without asking"
+            what = (
+                "its command was interrupted and ended on the host when kosmos stopped; "
+                "it will not run again without asking"
+            )
         elif self.result is not None:
             what = "sending the last step's result"
         elif self.reply is not None:

@@ -26,6 +26,7 @@ from kosmos.hosts.runner import (
     read_first_each,
     unreadable,
 )
+from kosmos.hosts.wrapper import local_script
 
 READ_CHUNK = 64 * 1024
 # After SIGTERM, how long the group gets before SIGKILL.
@@ -70,8 +71,12 @@ class LocalRunner:
             asyncio.create_subprocess_exec(
                 self.shell_path,
                 "-c",
+                local_script(feed=stdin is not None),
+                "kosmos",
                 command,
-                stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+                # Never closed while the command runs: the wrapper ends the command's group
+                # when it closes, which it does when kosmos itself dies.
+                stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
@@ -93,12 +98,12 @@ class LocalRunner:
         decoder = StreamDecoder()
         assert proc.stdout is not None
         stdout = proc.stdout
+        assert proc.stdin is not None
+        channel = proc.stdin
         if stdin is not None:
-            assert proc.stdin is not None
-            proc.stdin.write(stdin)
+            channel.write(stdin if stdin.endswith(b"\n") else stdin + b"\n")
             with contextlib.suppress(ConnectionError):
-                await proc.stdin.drain()
-            proc.stdin.close()
+                await channel.drain()
 
         async def pump() -> None:
             while True:
@@ -137,6 +142,7 @@ class LocalRunner:
             await asyncio.shield(self._end(proc, work))
             raise
         finally:
+            channel.close()
             if stopper is not None:
                 stopper.cancel()
         code = proc.returncode

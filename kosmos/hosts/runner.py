@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from kosmos.errors import UsageError
+from kosmos.errors import HostError, UsageError
 
 # Set for every command, locally and over SSH: no pager may block a run, and `git status`
 # must not take the index lock to refresh it (a read-only command writes nothing).
@@ -186,8 +186,9 @@ class Runner(Protocol):
         """Run `command` under `bash -c` (`sh -c` where there is no bash, as `dialect` says);
         stream decoded output to `on_output`.
 
-        stdin is closed, or carries exactly `stdin` and is then closed (e.g. a password for
-        `sudo -S`; never logged).
+        The command's stdin is /dev/null, or carries exactly the one line `stdin` and is then
+        closed (a password for `sudo -S`; never logged). If kosmos dies while the command runs,
+        the command's whole process group ends (hosts/wrapper.py).
 
         HostError means the command never started (no connection): the engine may offer Retry.
         On timeout, or when `stop` is set by the operator, the whole process tree is ended and
@@ -228,3 +229,11 @@ async def read_first_each(
         if text is not None and text.strip():
             return path, text
     return None
+
+
+class CommandNotStarted(HostError):
+    """The server took the request to run a command but did not start it within its timeout.
+
+    Whether it ran is unknown; the connection is closed (a half-open channel cannot be), and
+    the next command reconnects.
+    """

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import asyncssh
@@ -15,94 +14,27 @@ import asyncssh
 from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
 from kosmos.hosts.runner import (
-    BROKEN_LINK,
-    COMMAND_ENV,
-    READ_FILE_LIMIT,
-    TOO_LARGE,
+    CommandNotStarted,
     CommandResult,
-    FileUnreadable,
     HostPrompter,
     OnOutput,
     OutputBuffer,
-    ReadTimeout,
+    Shell,
     StreamDecoder,
-    read_first_each,
-    unreadable,
 )
+from kosmos.hosts.ssh_read import RemoteReads
 from kosmos.hosts.target import Target
+from kosmos.hosts.wrapper import GRACE_S, MARK, kill_script, parse_mark, remote_command
 
 READ_CHUNK = 64 * 1024
-# After SIGTERM, how long the remote group gets before SIGKILL.
-KILL_GRACE = 0.5
 # How long a failed channel open waits to learn whether the connection itself just ended.
 CLOSE_NOTICE = 1.0
 # How long to wait for the output to end once the group was killed.
 DRAIN_WAIT = 2.0
-# read_file's exit statuses for "no such file", "a link that leads nowhere" and "the system
-# refused the read": distinct from cat's own failures.
-MISSING = 44
-LINK_NOWHERE = 45
-REFUSED = 46
-
-# The first line on the stderr channel names the command's process group, so that a timeout or
-# a cancel can end the whole tree. sshd starts every session with setsid(), so the shell is a
-# group leader and keeps its pid; everything the command starts stays in that group. The line
-# also names the login shell ($SHELL), which decides how the next commands are wrapped.
-PID_MARK = b"\x1fkosmos-pgid "
-_EXPORTS = " ".join(f"{k}={v}" for k, v in COMMAND_ENV.items())
-# Pager variables are set here, not with `env` requests: most sshd configs refuse AcceptEnv.
-_PROLOGUE = f'printf "\\037kosmos-pgid %s %s\\n" "$$" "$SHELL" >&2; exec 2>&1; export {_EXPORTS}; '
-assert "'" not in _PROLOGUE
-# Login shells that run the prologue as it is; any other (fish, csh) gets `exec sh -c` first.
-POSIX_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "yash"})
-
-
-def wrap(command: str, *, posix_login_shell: bool = False) -> str:
-    """The remote command line. The command runs by `eval` in the shell that printed the group:
-    the login shell itself when it is a POSIX shell (as `ssh host CMD` does, one process less),
-    else a `sh` it execs into."""
-    if posix_login_shell:
-        return _PROLOGUE + "eval " + shlex.quote(command)
-    return f"exec sh -c '{_PROLOGUE}eval \"$1\"' kosmos {shlex.quote(command)}"
-
-
-def _kill_script(pgid: int) -> str:
-    # dash's kill has no `--`; a negative number is a process group in every sh.
-    script = (
-        f"kill -TERM -{pgid} 2>/dev/null || kill -TERM {pgid} 2>/dev/null; i=0; "
-        f'while kill -0 -{pgid} 2>/dev/null && [ "$i" -lt 10 ]; do sleep 0.05; i=$((i+1)); done; '
-        f"kill -KILL -{pgid} 2>/dev/null; true"
-    )
-    return f"exec sh -c {shlex.quote(script)}"
-
-
-def _complaint(output: bytes) -> str:
-    """What `cat: FILE: Permission denied` says is wrong: the end of its last line."""
-    lines = [line for line in output.decode(errors="replace").splitlines() if line.strip()]
-    if not lines:
-        return "no reason given"
-    return lines[-1].rsplit(": ", 1)[-1].strip()
-
-
-def _remote_path(path: str) -> str:
-    """`~/x` as "$HOME"/'x' (so the shell expands only the home), anything else quoted."""
-    if path == "~":
-        return '"$HOME"'
-    if path.startswith("~/"):
-        return '"$HOME"/' + shlex.quote(path[2:])
-    return shlex.quote(path)
 
 
 class RunnerClosed(HostError):
     """`close()` came first: the command never started and no connection was opened for it."""
-
-
-class CommandNotStarted(HostError):
-    """The server took the request to run a command but did not start it within its timeout.
-
-    Whether it ran is unknown; the connection is closed (a half-open channel cannot be), and
-    the next command reconnects.
-    """
 
 
 def _retrieve(task: asyncio.Future[None]) -> None:
@@ -110,7 +42,7 @@ def _retrieve(task: asyncio.Future[None]) -> None:
         task.exception()
 
 
-class SSHRunner:
+class SSHRunner(RemoteReads):
     """A host over SSH. The connection opens on `connect()` and is reused for every command.
 
     If it drops between commands, the next command reconnects once (and `notify` says so); if
@@ -141,8 +73,10 @@ class SSHRunner:
         )
         self._link: Link | None = None
         self._connected_once = False
-        # Whether the login shell runs the prologue itself; None until a command has said.
-        self._posix: bool | None = None
+        # The host's login shell and the dialect commands run in (bash where the host has
+        # bash): None until the first command's marker line has said; learnt once.
+        self.login: str | None = None
+        self.dialect: Shell | None = None
         self._lock = asyncio.Lock()
         # Why kosmos itself closed the connection, for the notice when the next command reconnects.
         self._dropped: str | None = None
@@ -178,13 +112,6 @@ class SSHRunner:
         self._link = link
         self._connected_once = True
         self._dropped = None
-        # Learnt from the first command's group line: no round trip of its own.
-        self._posix = None
-
-    def _learn_shell(self, shell: bytes) -> None:
-        if self._posix is None:
-            name = shell.decode(errors="replace").strip().rsplit("/", 1)[-1]
-            self._posix = name in POSIX_SHELLS
 
     async def _conn(self, epoch: int) -> asyncssh.SSHClientConnection:
         """The open connection; reconnects once if it dropped since the last command.
@@ -255,7 +182,6 @@ class SSHRunner:
     ) -> CommandResult:
         return await self._exec(
             command,
-            wrap(command, posix_login_shell=bool(self._posix)),
             timeout=timeout,
             on_output=on_output,
             stop=stop,
@@ -263,109 +189,9 @@ class SSHRunner:
             buffer=OutputBuffer(),
         )
 
-    async def read_file(self, path: str, *, timeout: float) -> str | None:
-        target = _remote_path(path)
-        command = (
-            f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
-            f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f" 2>&1'
-        )
-        try:
-            result = await self._exec(
-                command,
-                wrap(command, posix_login_shell=bool(self._posix)),
-                timeout=timeout,
-                buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
-                limit=READ_FILE_LIMIT,
-            )
-        except CommandNotStarted as e:
-            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s") from e
-        if result.output.total > READ_FILE_LIMIT:
-            raise FileUnreadable(path, TOO_LARGE)
-        if result.timed_out:
-            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
-        if result.connection_lost:
-            raise HostError(f"{self.name}: the connection was lost while reading {path}")
-        if result.exit_code == MISSING:
-            return None
-        if result.exit_code == LINK_NOWHERE:
-            raise FileUnreadable(path, BROKEN_LINK)
-        if result.exit_code != 0:
-            raise FileUnreadable(path, unreadable(_complaint(result.output.data())))
-        return result.output.data().decode("utf-8", errors="replace")
-
-    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
-        """One command for all of `paths`: each read costs a round trip to the host.
-
-        The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
-        timeout or an unreadable file names its path. A file that is there but blank to `grep`
-        is passed over as read_first_each does; a host without grep, and the rare file of
-        Unicode-only blanks, get one read per path instead. grep's complaint about a file it
-        cannot read (exit status 2) is the reason FileUnreadable gives.
-        """
-        if not paths:
-            return None
-        listed = " ".join(_remote_path(p) for p in paths)
-        command = (
-            "command -v grep >/dev/null 2>&1 || exit 1; "
-            f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
-            f'[ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
-            'if [ -e "$f" ] && [ ! -d "$f" ]; then grep -q \'[^[:space:]]\' "$f" 2>&1; r=$?; '
-            '[ "$r" -eq 0 ] && { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
-            f'[ "$r" -eq 1 ] || exit {REFUSED}; fi; '
-            f"i=$((i+1)); done; exit {MISSING}"
-        )
-        # Room for the `try`/`hit` lines in front of the file.
-        limit = READ_FILE_LIMIT + 16 * (len(paths) + 1)
-        try:
-            result = await self._exec(
-                command,
-                wrap(command, posix_login_shell=bool(self._posix)),
-                timeout=timeout,
-                buffer=OutputBuffer(head=limit, tail=0),
-                limit=limit,
-            )
-        except CommandNotStarted as e:
-            raise ReadTimeout(paths[0], timeout) from e
-        data = bytes(result.output.head)
-        tried, hit, text = 0, None, b""
-        while data:
-            line, _, rest = data.partition(b"\n")
-            word, _, number = line.partition(b" ")
-            if word not in (b"try", b"hit") or not number.isdigit():
-                break
-            if word == b"try":
-                tried = int(number)
-            else:
-                hit, text = int(number), rest
-                break
-            data = rest
-        if hit is not None and hit < len(paths):
-            lines = len(result.output.head) - len(text)
-            if result.output.total - lines > READ_FILE_LIMIT:
-                raise FileUnreadable(paths[hit], TOO_LARGE)
-        if result.timed_out:
-            raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
-        if result.connection_lost:
-            raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
-        if hit is None and tried < len(paths):
-            if result.exit_code == LINK_NOWHERE:
-                raise FileUnreadable(paths[tried], BROKEN_LINK)
-            if result.exit_code == REFUSED:
-                raise FileUnreadable(paths[tried], unreadable(_complaint(data)))
-        if hit is None or result.exit_code != 0 or hit >= len(paths):
-            return None if result.exit_code == MISSING else await self._read_each(paths, timeout)
-        decoded = text.decode("utf-8", errors="replace")
-        if decoded.strip():
-            return paths[hit], decoded
-        return await self._read_each(paths[hit + 1 :], timeout)
-
-    async def _read_each(self, paths: Sequence[str], timeout: float) -> tuple[str, str] | None:
-        return await read_first_each(self, paths, timeout=timeout)
-
     async def _exec(
         self,
         command: str,
-        remote: str,
         *,
         timeout: float,
         buffer: OutputBuffer,
@@ -374,8 +200,11 @@ class SSHRunner:
         stdin: bytes | None = None,
         limit: int | None = None,
     ) -> CommandResult:
-        """Run `remote`; past `limit` bytes of output the command is ended as by `stop`."""
+        """Run `command` in the wrapper; past `limit` bytes of output it is ended as by `stop`."""
         start = time.monotonic()
+        remote = remote_command(
+            command, login=self.login, dialect=self.dialect, feed=stdin is not None
+        )
         loop = asyncio.get_running_loop()
         epoch = self._epoch
         for attempt in range(2):
@@ -435,13 +264,14 @@ class SSHRunner:
                     feed(data)
                     continue
                 pending += data
-                at = pending.find(PID_MARK)
+                at = pending.find(MARK)
                 end = pending.find(b"\n", at) if at >= 0 else -1
                 if end < 0:
                     continue
-                number, _, shell = pending[at + len(PID_MARK) : end].partition(b" ")
-                pgid.append(int(number) if number.isdigit() else 0)
-                self._learn_shell(shell)
+                group, login, dialect = parse_mark(pending[at + len(MARK) : end])
+                pgid.append(group)
+                if self.dialect is None:
+                    self.login, self.dialect = login, dialect
                 pgid_known.set()
                 rest = pending[:at] + pending[end + 1 :]
                 pending = b""
@@ -473,11 +303,11 @@ class SSHRunner:
                 if not isinstance(error, asyncssh.Error | OSError):
                     raise error
 
-        # A command that has already ended (or a dropped connection) cannot take its stdin.
-        with contextlib.suppress(asyncssh.Error, OSError):
-            if stdin:
-                proc.stdin.write(stdin)
-            proc.stdin.write_eof()
+        # stdin stays open: the wrapper ends the command when it closes. A command that has
+        # already ended (or a dropped connection) cannot take it.
+        if stdin is not None:
+            with contextlib.suppress(asyncssh.Error, OSError):
+                proc.stdin.write(stdin if stdin.endswith(b"\n") else stdin + b"\n")
 
         work = asyncio.ensure_future(finished())
         # Its failure is raised below; on a cancel it is seen here, never left unretrieved.
@@ -497,8 +327,9 @@ class SSHRunner:
                 cancelled = not timed_out
                 await self._end(link, proc, pgid, pgid_known, work)
             elif work.exception() is not None:
-                # The output could not be taken: the command may still be running.
-                await self._end(link, proc, pgid, pgid_known, work)
+                # The output could not be taken: the command may still be running, and its
+                # channel is closed, so the group is ended by its number.
+                await self._end(link, proc, pgid, pgid_known, work, eof=False)
         except asyncio.CancelledError:
             await asyncio.shield(self._end(link, proc, pgid, pgid_known, work))
             raise
@@ -538,15 +369,28 @@ class SSHRunner:
         pgid: list[int],
         pgid_known: asyncio.Event,
         work: asyncio.Future[None],
+        *,
+        eof: bool = True,
     ) -> None:
-        """End the command's whole process group on the host, then collect what it printed."""
+        """End the command's whole process group on the host, then collect what it printed.
+
+        End-of-file on its stdin makes the wrapper end the group (TERM, then KILL); when that
+        does not finish it (a wrapper that never started, a busy host), or with `eof=False`,
+        a second channel kills the group by its number.
+        """
+        if eof:
+            with contextlib.suppress(asyncssh.Error, OSError):
+                proc.stdin.write_eof()
+            await asyncio.wait([work], timeout=GRACE_S + DRAIN_WAIT)
+            if work.done():
+                return
         # The group's number is the first thing the command prints; it may still be on its way.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(pgid_known.wait(), DRAIN_WAIT)
         if pgid and pgid[0] > 1 and not link.is_closed:
             with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
-                async with asyncio.timeout(KILL_GRACE + DRAIN_WAIT):
-                    await link.conn.run(_kill_script(pgid[0]), stdin=asyncssh.DEVNULL)
+                async with asyncio.timeout(GRACE_S + DRAIN_WAIT):
+                    await link.conn.run(kill_script(pgid[0]), stdin=asyncssh.DEVNULL)
         else:
             with contextlib.suppress(asyncssh.Error, OSError):
                 proc.send_signal("KILL")

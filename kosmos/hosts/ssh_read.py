@@ -1,0 +1,153 @@
+"""Reading files on an SSH host: knowledge files and remote skills, over the run's connection."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from kosmos.errors import HostError
+from kosmos.hosts.runner import (
+    BROKEN_LINK,
+    READ_FILE_LIMIT,
+    TOO_LARGE,
+    CommandNotStarted,
+    CommandResult,
+    FileUnreadable,
+    OutputBuffer,
+    ReadTimeout,
+    read_first_each,
+    unreadable,
+)
+
+__all__ = ["RemoteReads"]
+
+# read_file's exit statuses for "no such file", "a link that leads nowhere" and "the system
+# refused the read": distinct from cat's own failures.
+MISSING = 44
+LINK_NOWHERE = 45
+REFUSED = 46
+
+
+def _complaint(output: bytes) -> str:
+    """What `cat: FILE: Permission denied` says is wrong: the end of its last line."""
+    lines = [line for line in output.decode(errors="replace").splitlines() if line.strip()]
+    if not lines:
+        return "no reason given"
+    return lines[-1].rsplit(": ", 1)[-1].strip()
+
+
+def _remote_path(path: str) -> str:
+    """`~/x` as "$HOME"/'x' (so the shell expands only the home), anything else quoted."""
+    if path == "~":
+        return '"$HOME"'
+    if path.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(path[2:])
+    return shlex.quote(path)
+
+
+class RemoteReads:
+    """read_file and read_first for SSHRunner: one remote command per read."""
+
+    name: str
+
+    async def _exec(
+        self, command: str, *, timeout: float, buffer: OutputBuffer, limit: int | None = None
+    ) -> CommandResult:
+        raise NotImplementedError  # SSHRunner's
+
+    async def read_file(self, path: str, *, timeout: float) -> str | None:
+        target = _remote_path(path)
+        command = (
+            f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
+            f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f" 2>&1'
+        )
+        try:
+            result = await self._exec(
+                command,
+                timeout=timeout,
+                buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
+                limit=READ_FILE_LIMIT,
+            )
+        except CommandNotStarted as e:
+            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s") from e
+        if result.output.total > READ_FILE_LIMIT:
+            raise FileUnreadable(path, TOO_LARGE)
+        if result.timed_out:
+            raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
+        if result.connection_lost:
+            raise HostError(f"{self.name}: the connection was lost while reading {path}")
+        if result.exit_code == MISSING:
+            return None
+        if result.exit_code == LINK_NOWHERE:
+            raise FileUnreadable(path, BROKEN_LINK)
+        if result.exit_code != 0:
+            raise FileUnreadable(path, unreadable(_complaint(result.output.data())))
+        return result.output.data().decode("utf-8", errors="replace")
+
+    async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        """One command for all of `paths`: each read costs a round trip to the host.
+
+        The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
+        timeout or an unreadable file names its path. A file that is there but blank to `grep`
+        is passed over as read_first_each does; a host without grep, and the rare file of
+        Unicode-only blanks, get one read per path instead. grep's complaint about a file it
+        cannot read (exit status 2) is the reason FileUnreadable gives.
+        """
+        if not paths:
+            return None
+        listed = " ".join(_remote_path(p) for p in paths)
+        command = (
+            "command -v grep >/dev/null 2>&1 || exit 1; "
+            f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
+            f'[ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
+            'if [ -e "$f" ] && [ ! -d "$f" ]; then grep -q \'[^[:space:]]\' "$f" 2>&1; r=$?; '
+            '[ "$r" -eq 0 ] && { printf \'hit %s\\n\' "$i"; exec cat -- "$f"; }; '
+            f'[ "$r" -eq 1 ] || exit {REFUSED}; fi; '
+            f"i=$((i+1)); done; exit {MISSING}"
+        )
+        # Room for the `try`/`hit` lines in front of the file.
+        limit = READ_FILE_LIMIT + 16 * (len(paths) + 1)
+        try:
+            result = await self._exec(
+                command,
+                timeout=timeout,
+                buffer=OutputBuffer(head=limit, tail=0),
+                limit=limit,
+            )
+        except CommandNotStarted as e:
+            raise ReadTimeout(paths[0], timeout) from e
+        data = bytes(result.output.head)
+        tried, hit, text = 0, None, b""
+        while data:
+            line, _, rest = data.partition(b"\n")
+            word, _, number = line.partition(b" ")
+            if word not in (b"try", b"hit") or not number.isdigit():
+                break
+            if word == b"try":
+                tried = int(number)
+            else:
+                hit, text = int(number), rest
+                break
+            data = rest
+        if hit is not None and hit < len(paths):
+            lines = len(result.output.head) - len(text)
+            if result.output.total - lines > READ_FILE_LIMIT:
+                raise FileUnreadable(paths[hit], TOO_LARGE)
+        if result.timed_out:
+            raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
+        if result.connection_lost:
+            raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
+        if hit is None and tried < len(paths):
+            if result.exit_code == LINK_NOWHERE:
+                raise FileUnreadable(paths[tried], BROKEN_LINK)
+            if result.exit_code == REFUSED:
+                raise FileUnreadable(paths[tried], unreadable(_complaint(data)))
+        if hit is None or result.exit_code != 0 or hit >= len(paths):
+            return None if result.exit_code == MISSING else await self._read_each(paths, timeout)
+        decoded = text.decode("utf-8", errors="replace")
+        if decoded.strip():
+            return paths[hit], decoded
+        return await self._read_each(paths[hit + 1 :], timeout)
+
+    async def _read_each(self, paths: Sequence[str], timeout: float) -> tuple[str, str] | None:
+        return await read_first_each(self, paths, timeout=timeout)

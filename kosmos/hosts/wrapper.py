@@ -1,0 +1,106 @@
+"""The shell script around every command: which shell runs it, and nothing left behind.
+
+Every command runs under bash where the host has bash (else a POSIX sh), so that the shell
+that runs it reads it as the approval policy did. The script around it:
+
+* names the command's process group and the shell on the first line of stderr (the marker),
+  so that kosmos can end the whole tree and learns which dialect the host runs;
+* gives the command /dev/null for stdin, or exactly the line kosmos sends (a sudo password);
+* keeps the channel's stdin open and ends the whole process group when it reads end-of-file
+  there: kosmos sends that to stop a command, and sshd delivers it when the connection is
+  gone (kosmos killed, out of memory, the network cut). OpenSSH sends no signal to a command
+  without a terminal when its client goes; without this, the command would run on for good.
+
+The same script runs local commands, so a killed kosmos leaves nothing behind here either.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from kosmos.hosts.runner import COMMAND_ENV, Shell
+
+__all__ = ["MARK", "kill_script", "local_script", "parse_mark", "remote_command"]
+
+MARK = b"\x1fkosmos-pgid "
+# After the first signal, how long the group gets before SIGKILL.
+GRACE_S = 1
+
+_EXPORTS = "export " + " ".join(f"{k}={v}" for k, v in COMMAND_ENV.items())
+_MARK = 'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" "${BASH_VERSION:+bash}" >&2'
+# fd 3 keeps the channel's stdin for the watcher: a background list gets /dev/null for stdin
+# before its own redirections, so `<&0` there would read nothing. `$$` is the group leader:
+# sshd starts each session with setsid(), and the shell keeps that pid through `exec`. The
+# watcher holds no output open, so the channel ends with the command (also one that `exec`s,
+# which skips the EXIT trap: its watcher then ends the group when the channel closes).
+_WATCH = (
+    "exec 3<&0; "
+    '( trap "" TERM; while read -r x; do :; done <&3; '
+    f"kill -TERM -$$ 2>/dev/null; sleep {GRACE_S}; kill -KILL -$$ 2>/dev/null ) >/dev/null 2>&1 & "
+    'w=$!; exec 3<&-; trap "kill -9 $w 2>/dev/null" EXIT'
+)
+_RUN = 'eval "$1" </dev/null'
+# The line kosmos sends first goes to the command, and nothing else does.
+_FEED = 'IFS= read -r kosmos_in; printf "%s\\n" "$kosmos_in" | { unset kosmos_in; eval "$1"; }'
+
+
+def _script(*, mark: bool, feed: bool) -> str:
+    parts = [_MARK + "; exec 2>&1; " + _EXPORTS] if mark else []
+    if feed:
+        # Read the line before the watcher starts reading the same stdin.
+        read, run = _FEED.split("; ", 1)
+        parts += [read, _WATCH, run]
+    else:
+        parts += [_WATCH, _RUN]
+    script = "; ".join(parts)
+    assert "'" not in script
+    return script
+
+
+_SCRIPTS = {feed: _script(mark=True, feed=feed) for feed in (False, True)}
+
+
+def remote_command(
+    command: str, *, login: str | None, dialect: Shell | None, feed: bool = False
+) -> str:
+    """The command line sent to sshd, which runs it with the login shell's `-c`.
+
+    A login shell that is bash runs the script itself (as `ssh host CMD` would); any other
+    login shell execs into bash, or sh on a host without bash. Before the host has said which
+    it has, the script asks for bash and falls back on sh. `exec sh -c '...'` is the one form
+    every login shell (fish, csh included) reads the same.
+    """
+    script = _SCRIPTS[feed]
+    quoted = shlex.quote(command)
+    if login == "bash" and dialect == "bash":
+        return f"set -- {quoted}; {script}"
+    if dialect is not None:
+        return f"exec {dialect} -c '{script}' kosmos {quoted}"
+    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "$0" kosmos "$1"; eval "$0"'
+    return f"exec sh -c '{pick}' '{script}' {quoted}"
+
+
+def local_script(*, feed: bool) -> str:
+    """The script for `SHELL -c SCRIPT kosmos COMMAND` on this machine (no marker: the runner
+    knows its child's pid, and sets the environment itself)."""
+    return _script(mark=False, feed=feed)
+
+
+def parse_mark(line: bytes) -> tuple[int, str, Shell]:
+    """The marker's fields: the process group, the login shell's name, the dialect."""
+    fields = line.decode(errors="replace").split(" ")
+    pgid = int(fields[0]) if fields and fields[0].isdigit() else 0
+    login = fields[1].rsplit("/", 1)[-1] if len(fields) > 1 else ""
+    dialect: Shell = "bash" if len(fields) > 2 and fields[2].strip() == "bash" else "sh"
+    return pgid, login, dialect
+
+
+def kill_script(pgid: int) -> str:
+    """Ends a process group from another channel: for when the watcher could not."""
+    # dash's kill has no `--`; a negative number is a process group in every sh.
+    script = (
+        f"kill -TERM -{pgid} 2>/dev/null || kill -TERM {pgid} 2>/dev/null; i=0; "
+        f'while kill -0 -{pgid} 2>/dev/null && [ "$i" -lt 10 ]; do sleep 0.05; i=$((i+1)); done; '
+        f"kill -KILL -{pgid} 2>/dev/null; true"
+    )
+    return f"exec sh -c {shlex.quote(script)}"
