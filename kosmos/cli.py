@@ -423,8 +423,9 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     fleet = []
     if len(args.host) > 1 or args.hosts or args.inventory:
         from kosmos.fleet.targets import resolve_hosts
+        from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 
-        ssh_config = Path.home() / ".ssh" / "config"
+        ssh_config = SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
         fleet = resolve_hosts(
             args.host, args.hosts, inventory=args.inventory, ssh_config=ssh_config
         )

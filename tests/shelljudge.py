@@ -31,7 +31,7 @@ from kosmos.hosts.runner import COMMAND_ENV
 
 SHELLS = {"bash": "/bin/bash", "dash": "/bin/dash"}
 PROGRAM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
-RUN_TIMEOUT = 3.0
+RUN_TIMEOUT = 5.0
 RS, US = "\x1e", "\x1f"  # record and unit separators in the shim log
 
 EVIL = "#!/bin/sh\n/bin/rm -rf DIR; /usr/bin/touch PWNED\n"

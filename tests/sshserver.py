@@ -132,14 +132,19 @@ async def _run_process(state: ServerState, process: asyncssh.SSHServerProcess) -
         else:
             process.exit_with_signal(signal.Signals(-code).name.removeprefix("SIG"))
     except (asyncssh.Error, OSError, asyncio.CancelledError):
-        with contextlib.suppress(ProcessLookupError):
-            local.kill()
-        await local.wait()
-    finally:
-        feeder.cancel()
-        # As sshd does: the session's end closes the command's stdin.
+        # As sshd does when the client goes: the command's stdin closes, and nothing else
+        # (kosmos's wrapper ends the command then). What outlives that is killed, so that no
+        # test leaves processes behind.
         with contextlib.suppress(OSError):
             stdin.close()
+        try:
+            await asyncio.wait_for(asyncio.shield(local.wait()), 5)
+        except (TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(local.pid, signal.SIGKILL)
+            await local.wait()
+    finally:
+        feeder.cancel()
 
 
 class InProcessSSHServer:

@@ -9,6 +9,7 @@ import pytest
 from kosmos.errors import UsageError
 from kosmos.fleet.inventory import InventoryError, expand_range, load_inventory
 from kosmos.fleet.targets import HostSpec, resolve_hosts
+from kosmos.hosts.sshconfig import SSHConfigFile
 
 INI = """\
 # the web tier
@@ -140,19 +141,21 @@ def test_hosts_glob_skips_patterns_and_follows_includes(tmp_path: Path) -> None:
         "Host *.internal web?\n"
         "Match host foo\n  User x\n"
     )
-    specs = resolve_hosts([], "web*,db*", inventory=None, ssh_config=config)
+    specs = resolve_hosts([], "web*,db*", inventory=None, ssh_config=SSHConfigFile(config, "me"))
     assert [s.name for s in specs] == ["web9", "web1", "web2", "db1"]
 
 
 def test_resolve_hosts_merges_flags_and_patterns(tmp_path: Path) -> None:
     config = tmp_path / "config"
     config.write_text("Host web1 web2 db1\n")
-    specs = resolve_hosts(["db1", "local"], "web*", inventory=None, ssh_config=config)
+    specs = resolve_hosts(
+        ["db1", "local"], "web*", inventory=None, ssh_config=SSHConfigFile(config, "me")
+    )
     assert [s.name for s in specs] == ["db1", "local", "web1", "web2"]
     with pytest.raises(UsageError, match=r"--hosts 'app\*' matches no alias .* web1, web2, db1"):
-        resolve_hosts([], "app*", inventory=None, ssh_config=config)
+        resolve_hosts([], "app*", inventory=None, ssh_config=SSHConfigFile(config, "me"))
     inv = write(tmp_path, "hosts.yml", YAML)
-    specs = resolve_hosts([], "db", inventory=inv, ssh_config=config)
+    specs = resolve_hosts([], "db", inventory=inv, ssh_config=SSHConfigFile(config, "me"))
     assert specs == [HostSpec("db1", "root@db1"), HostSpec("db2", "pg@db2")]
     with pytest.raises(UsageError, match=r"matches no host in .*hosts\.yml \(groups: web, db"):
-        resolve_hosts([], "cache", inventory=inv, ssh_config=config)
+        resolve_hosts([], "cache", inventory=inv, ssh_config=SSHConfigFile(config, "me"))

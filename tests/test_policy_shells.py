@@ -81,7 +81,7 @@ def test_the_judge_sees_writes_and_programs(judge: ShellJudge) -> None:
     assert "created work/PWNED" in created.changed
     ran = judge.run("ls -la | grep F >/dev/null", "bash")
     assert ran.changed == []
-    assert sorted(ran.names()) == ["grep", "ls"]
+    assert sorted(ran.names()) == ["grep", "ls"], ran
     hijacked = judge.run("PATH=./evilbin; ls", "dash")
     assert "created work/PWNED" in hijacked.changed
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kosmos.errors import UsageError
-from kosmos.hosts.target import Target, config_aliases, parse_target
+from kosmos.hosts.sshconfig import SSHConfigFile
+from kosmos.hosts.target import Target, parse_target
 
 
 @pytest.mark.parametrize(
@@ -53,5 +54,5 @@ def test_config_aliases_follow_includes_and_skip_patterns(tmp_path: Path) -> Non
         "# fleet\nHost web1 web2 *.internal !bastion\n  User deploy\n"
         f"Include {tmp_path}/conf.d/*\nHost=web1\nHost ?x\n"
     )
-    assert config_aliases(config) == ["web1", "web2", "db1", "db2"]
-    assert config_aliases(tmp_path / "missing") == []
+    assert SSHConfigFile(config, "me").aliases() == ["web1", "web2", "db1", "db2"]
+    assert SSHConfigFile(tmp_path / "missing", "me").aliases() == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kosmos.errors import UsageError
 from kosmos.fleet.inventory import load_inventory
-from kosmos.hosts.target import config_aliases
+from kosmos.hosts.sshconfig import SSHConfigFile
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ def resolve_hosts(
     pattern: str | None,
     *,
     inventory: Path | None,
-    ssh_config: Path,
+    ssh_config: SSHConfigFile,
 ) -> list[HostSpec]:
     """The hosts of a run, each once, in the order given: --host values first, then --hosts.
 
@@ -47,13 +47,13 @@ def resolve_hosts(
             host = inv.resolve(name)
             specs.setdefault(name, HostSpec(name, host.target))
     elif pattern is not None:
-        aliases = config_aliases(ssh_config)
+        aliases = ssh_config.aliases()
         globs = [p.strip() for p in pattern.split(",") if p.strip()]
         chosen = [a for a in aliases if any(fnmatchcase(a, g) for g in globs)]
         if not chosen:
             known = ", ".join(aliases[:10]) + (", …" if len(aliases) > 10 else "")
             raise UsageError(
-                f"--hosts {pattern!r} matches no alias in {ssh_config} "
+                f"--hosts {pattern!r} matches no alias in {ssh_config.path} "
                 f"(aliases: {known or 'none'}); for an inventory group add -i INVENTORY"
             )
         for alias in chosen:

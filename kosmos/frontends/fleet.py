@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import re
 import signal
@@ -34,6 +35,7 @@ from kosmos.frontends.run import (
 )
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
+from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
@@ -56,8 +58,13 @@ class FleetFrontend(RunFrontend):
             req.hosts,
             req.hosts_pattern,
             inventory=req.inventory,
-            ssh_config=self.home / ".ssh" / "config",
+            ssh_config=self.ssh_config,
         )
+
+    @functools.cached_property
+    def ssh_config(self) -> SSHConfigFile:
+        """~/.ssh/config, read once for the whole fleet: aliases, and every host's settings."""
+        return SSHConfigFile(self.home / ".ssh" / "config", local_user())
 
     def open_runner(self, spec: HostSpec) -> Runner:
         prompter = self.broker.desk_for(spec.name) if self.broker is not None else None
@@ -66,7 +73,9 @@ class FleetFrontend(RunFrontend):
             if self.on_event is not None:
                 self.on_event(Notice(message=self.redactor(message), host=spec.name))
 
-        return make_runner(spec.target, self.settings, prompter=prompter, notify=notify)
+        return make_runner(
+            spec.target, self.settings, prompter=prompter, notify=notify, ssh_config=self.ssh_config
+        )
 
     def policy_for(self, spec: HostSpec) -> Policy:
         """The host's approval policy; config may pin it under its name or its target."""

@@ -12,11 +12,14 @@ from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown
 from kosmos.hosts.ssh import SSHRunner
-from kosmos.hosts.target import config_aliases, parse_target
+from kosmos.hosts.sshconfig import SSHConfigFile, local_user
+from kosmos.hosts.target import parse_target
 
 # One line on what the host runs: the distribution's name, else the kernel.
 OS_COMMAND = '(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -sr'
 OS_TIMEOUT = 5.0
+# How many hosts are checked at once (as a fleet's --forks bounds a run).
+CHECK_FORKS = 100
 
 
 @dataclass
@@ -33,11 +36,20 @@ class HostCheck:
         return self.auth == "ok"
 
 
-async def check_host(alias: str, settings: Settings, home: Path | None = None) -> HostCheck:
+async def check_host(
+    alias: str,
+    settings: Settings,
+    home: Path | None = None,
+    ssh_config: SSHConfigFile | None = None,
+) -> HostCheck:
     """Connect without asking anything; record reachability, auth result, OS and latency."""
     row = HostCheck(alias)
     runner = SSHRunner(
-        parse_target(alias), connect_timeout=settings.connect_timeout, prompter=None, home=home
+        parse_target(alias),
+        connect_timeout=settings.connect_timeout,
+        prompter=None,
+        home=home,
+        ssh_config=ssh_config,
     )
     started = time.monotonic()
     try:
@@ -64,8 +76,16 @@ async def check_host(alias: str, settings: Settings, home: Path | None = None) -
     return row
 
 
-async def check_all(aliases: list[str], settings: Settings) -> list[HostCheck]:
-    return list(await asyncio.gather(*(check_host(a, settings) for a in aliases)))
+async def check_all(
+    aliases: list[str], settings: Settings, ssh_config: SSHConfigFile
+) -> list[HostCheck]:
+    slots = asyncio.Semaphore(CHECK_FORKS)
+
+    async def one(alias: str) -> HostCheck:
+        async with slots:
+            return await check_host(alias, settings, ssh_config=ssh_config)
+
+    return list(await asyncio.gather(*(one(a) for a in aliases)))
 
 
 def table(rows: list[HostCheck]) -> str:
@@ -91,7 +111,8 @@ def table(rows: list[HostCheck]) -> str:
 
 def hosts_command(settings: Settings, *, home: Path, check: bool) -> int:
     config = home / ".ssh" / "config"
-    aliases = config_aliases(config)
+    ssh_config = SSHConfigFile(config, local_user())
+    aliases = ssh_config.aliases()
     if not aliases:
         print(f"no host aliases in {config}; add `Host NAME` entries, or pass --host user@host")
         return 0
@@ -99,7 +120,7 @@ def hosts_command(settings: Settings, *, home: Path, check: bool) -> int:
         for alias in aliases:
             print(alias)
         return 0
-    rows = asyncio.run(check_all(aliases, settings))
+    rows = asyncio.run(check_all(aliases, settings, ssh_config))
     print(table(rows))
     for row in rows:
         if row.error:

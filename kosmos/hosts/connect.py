@@ -13,17 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
-import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncssh
-from asyncssh.config import SSHClientConfig
 
 from kosmos.errors import HostError
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown, KnownHosts, host_pattern
 from kosmos.hosts.runner import HostPrompter
+from kosmos.hosts.sshconfig import ConfigParseError, HostConfig, SSHConfigFile, local_user
 from kosmos.hosts.target import Target
 
 KEEPALIVE_INTERVAL = 15.0
@@ -129,20 +128,18 @@ class Connector:
         home: Path | None = None,
         keepalive_interval: float = KEEPALIVE_INTERVAL,
         keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
+        ssh_config: SSHConfigFile | None = None,
     ) -> None:
         self.target = target
         self.connect_timeout = connect_timeout
         self.prompter = prompter
         self.ssh_dir = (home or Path("~").expanduser()) / ".ssh"
+        # The run's ~/.ssh/config, read once for all its hosts (a fleet shares one).
+        self.ssh_config = ssh_config or SSHConfigFile(self.ssh_dir / "config", local_user())
         self.keepalive_interval = keepalive_interval
         self.keepalive_count_max = keepalive_count_max
         self.known_hosts = KnownHosts(self.ssh_dir / "known_hosts")
         self.locked_keys: list[Path] = []
-        # Parsed settings per (host, user, port), kept while ~/.ssh/config is unchanged: a
-        # connect looks them up several times (ProxyJump, keys, messages).
-        self._configs: dict[tuple[str, str | None, int | None], SSHClientConfig] = {}
-        self._configs_stamp: tuple[int, int] | None = None
-        self._local_user: str | None = None
 
     # -- what the runner calls ---------------------------------------------------------------
 
@@ -165,51 +162,25 @@ class Connector:
 
     # -- config ----------------------------------------------------------------------------
 
-    def _config_paths(self) -> list[str]:
-        path = self.ssh_dir / "config"
-        # Not is_file(): a config that is there but cannot be read (a link loop, a folder) is
-        # an error _load_config reports, not a missing file to connect without.
-        return [str(path)] if os.path.lexists(path) else []
-
-    def _config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig:
+    def _config(self, host: str, user: str | None, port: int | None) -> HostConfig:
         """The ssh_config settings for one host; raises SSHConfigError when they cannot be had."""
         try:
-            stat = (self.ssh_dir / "config").stat()
-            stamp: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            stamp = None
-        if stamp != self._configs_stamp:
-            self._configs.clear()
-            self._configs_stamp = stamp
-        key = (host, user, port)
-        if key not in self._configs:
-            self._configs[key] = self._load_config(host, user, port)
-        return self._configs[key]
-
-    def _load_config(self, host: str, user: str | None, port: int | None) -> SSHClientConfig:
-        if self._local_user is None:
-            self._local_user = _local_user()
-        paths = self._config_paths()
-        try:
-            return SSHClientConfig.load(
-                None, paths, False, False, False, self._local_user, user or (), host, port or (),
-            )  # fmt: skip
+            return self.ssh_config.host(host, user, port)
         except OSError as e:
-            name = e.filename or (paths[0] if paths else self.ssh_dir / "config")
+            name = e.filename or self.ssh_config.path
             raise SSHConfigError(
                 f"{host}: cannot read {name} ({e.strerror or e}); fix it or move it aside, "
                 "kosmos connects only with the ssh_config it can read"
             ) from None
-        except ValueError as e:
-            # asyncssh's ConfigParseError: "PATH line N: what is wrong".
+        except ConfigParseError as e:
+            # "PATH line N: what is wrong".
             raise SSHConfigError(
                 f"{host}: {e}; fix that line (`ssh -G {host}` shows how OpenSSH reads the file)"
             ) from None
         except Exception as e:  # noqa: BLE001 - whatever asyncssh trips on, it is the file
-            where = paths[0] if paths else self.ssh_dir / "config"
             raise SSHConfigError(
-                f"{host}: cannot use {where} ({type(e).__name__}: {e}); check it with "
-                f"`ssh -G {host}`"
+                f"{host}: cannot use {self.ssh_config.path} ({type(e).__name__}: {e}); check it "
+                f"with `ssh -G {host}`"
             ) from None
 
     def _jumps(self, host: str, user: str | None, port: int | None, depth: int = 0) -> list[_Hop]:
@@ -232,7 +203,7 @@ class Connector:
     def _where(self, hop: _Hop) -> tuple[str, int, str]:
         """HostName, Port and User that ssh_config gives the hop (for messages)."""
         try:
-            config: SSHClientConfig | None = self._config(hop.host, hop.user, hop.port)
+            config: HostConfig | None = self._config(hop.host, hop.user, hop.port)
         except SSHConfigError:
             config = None  # a message about another failure still names the hop as given
         host = str(config.get("Hostname", hop.host)) if config else hop.host
@@ -298,6 +269,12 @@ class Connector:
         self, hop: _Hop, tunnel: asyncssh.SSHClientConnection | None, *, via_jump: bool
     ) -> tuple[asyncssh.SSHClientConnection, _Client]:
         keys = await self._client_keys(hop)
+        # The settings read once per run stand in for the file, unless the host's own need
+        # asyncssh to read it again (canonical host names).
+        preloaded = self._config(hop.host, hop.user, hop.port).connect_options()
+        settings: dict[str, object] = (
+            {"options": preloaded} if preloaded else {"config": self.ssh_config.paths}
+        )
         for _ in range(2):  # the second try follows the operator trusting a new key
             client = _Client()
             try:
@@ -306,7 +283,7 @@ class Connector:
                     hop.port or (),
                     username=hop.user or (),
                     tunnel=tunnel or (),
-                    config=self._config_paths(),
+                    **settings,
                     known_hosts=self.known_hosts.load(),
                     client_factory=lambda client=client: client,
                     client_keys=keys if keys is not None else (),
@@ -396,14 +373,6 @@ class Connector:
         return ConnectFailed(
             f"{name}: cannot connect to {at}: {text}; try: {hop.ssh_command}", "other"
         )
-
-
-def _local_user() -> str:
-    """This machine's user name, as ssh_config's `%u` and `Match localuser` see it."""
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no name for this uid (a bare container): use the number
-        return str(os.getuid())
 
 
 def _needs_passphrase(path: Path) -> bool:

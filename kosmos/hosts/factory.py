@@ -8,6 +8,7 @@ from kosmos.config import Settings
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.ssh import SSHRunner
+from kosmos.hosts.sshconfig import SSHConfigFile
 from kosmos.hosts.target import LOCAL, parse_target
 
 
@@ -16,9 +17,11 @@ def make_runner(
     settings: Settings,
     prompter: HostPrompter | None = None,
     notify: Callable[[str], None] | None = None,
+    ssh_config: SSHConfigFile | None = None,
 ) -> Runner:
     """The runner for one host. `prompter` asks a person about a new host key or a passphrase
-    (None: headless, those are errors); `notify` hears about reconnects."""
+    (None: headless, those are errors); `notify` hears about reconnects. `ssh_config` is the
+    run's ~/.ssh/config, read once for all its hosts."""
     if target.strip() in (LOCAL, ""):
         return LocalRunner()
     return SSHRunner(
@@ -26,4 +29,5 @@ def make_runner(
         connect_timeout=settings.connect_timeout,
         prompter=prompter,
         notify=notify,
+        ssh_config=ssh_config,
     )

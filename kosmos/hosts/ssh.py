@@ -23,6 +23,7 @@ from kosmos.hosts.runner import (
     StreamDecoder,
 )
 from kosmos.hosts.ssh_read import RemoteReads
+from kosmos.hosts.sshconfig import SSHConfigFile
 from kosmos.hosts.target import Target
 from kosmos.hosts.wrapper import GRACE_S, MARK, kill_script, parse_mark, remote_command
 
@@ -59,6 +60,7 @@ class SSHRunner(RemoteReads):
         home: Path | None = None,
         keepalive_interval: float | None = None,
         keepalive_count_max: int | None = None,
+        ssh_config: SSHConfigFile | None = None,
     ) -> None:
         self.target = target
         self.name = target.label
@@ -69,7 +71,12 @@ class SSHRunner(RemoteReads):
         if keepalive_count_max is not None:
             extra["keepalive_count_max"] = keepalive_count_max
         self.connector = Connector(
-            target, connect_timeout=connect_timeout, prompter=prompter, home=home, **extra
+            target,
+            connect_timeout=connect_timeout,
+            prompter=prompter,
+            home=home,
+            ssh_config=ssh_config,
+            **extra,
         )
         self._link: Link | None = None
         self._connected_once = False

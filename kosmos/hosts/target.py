@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from kosmos.errors import UsageError
 
@@ -70,36 +69,3 @@ def parse_target(text: str) -> Target:
             "alias from ~/.ssh/config"
         )
     return Target(host=host, user=user, port=port)
-
-
-def config_aliases(path: Path) -> list[str]:
-    """The `Host` names in an ssh_config file and its Includes, without wildcards or negations."""
-    seen: list[str] = []
-    _collect(path, seen, depth=0)
-    return seen
-
-
-def _collect(path: Path, seen: list[str], depth: int) -> None:
-    if depth > 8:
-        return
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return
-    for line in lines:
-        words = line.strip().replace("=", " ", 1).split()
-        if not words or words[0].startswith("#"):
-            continue
-        key = words[0].lower()
-        if key == "host":
-            for name in words[1:]:
-                if any(ch in name for ch in "*?!") or name in seen:
-                    continue
-                seen.append(name)
-        elif key == "include":
-            for pattern in words[1:]:
-                base = Path(pattern).expanduser()
-                if not base.is_absolute():
-                    base = path.parent / base
-                for found in sorted(base.parent.glob(base.name)):
-                    _collect(found, seen, depth + 1)

@@ -30,18 +30,21 @@ _EXPORTS = "export " + " ".join(f"{k}={v}" for k, v in COMMAND_ENV.items())
 _MARK = 'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" "${BASH_VERSION:+bash}" >&2'
 # fd 3 keeps the channel's stdin for the watcher: a background list gets /dev/null for stdin
 # before its own redirections, so `<&0` there would read nothing. `$$` is the group leader:
-# sshd starts each session with setsid(), and the shell keeps that pid through `exec`. The
-# watcher holds no output open, so the channel ends with the command (also one that `exec`s,
-# which skips the EXIT trap: its watcher then ends the group when the channel closes).
+# sshd starts each session with setsid(), and the shell keeps that pid through `exec`. On
+# end-of-file the watcher sends TERM to the group, waits up to the grace for the shell to go,
+# then KILLs what is left, itself included. It holds the output open until then, so the
+# channel closes only once nothing of the command is left. The command runs in a subshell:
+# one that `exec`s replaces only that, and the shell's EXIT trap ends the watcher.
 _WATCH = (
     "exec 3<&0; "
-    '( trap "" TERM; while read -r x; do :; done <&3; '
-    f"kill -TERM -$$ 2>/dev/null; sleep {GRACE_S}; kill -KILL -$$ 2>/dev/null ) >/dev/null 2>&1 & "
+    '( trap "" TERM; while read -r x; do :; done <&3; kill -TERM -$$ 2>/dev/null; n=0; '
+    f'while kill -0 $$ 2>/dev/null && [ "$n" -lt {GRACE_S * 10} ]; do sleep 0.1; n=$((n+1)); '
+    "done; kill -KILL -$$ 2>/dev/null ) & "
     'w=$!; exec 3<&-; trap "kill -9 $w 2>/dev/null" EXIT'
 )
-_RUN = 'eval "$1" </dev/null'
+_RUN = '( eval "$1" ) </dev/null'
 # The line kosmos sends first goes to the command, and nothing else does.
-_FEED = 'IFS= read -r kosmos_in; printf "%s\\n" "$kosmos_in" | { unset kosmos_in; eval "$1"; }'
+_FEED = 'IFS= read -r kosmos_in; printf "%s\\n" "$kosmos_in" | ( unset kosmos_in; eval "$1" )'
 
 
 def _script(*, mark: bool, feed: bool) -> str:

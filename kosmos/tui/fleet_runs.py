@@ -38,6 +38,7 @@ from kosmos.fleet.targets import HostSpec
 from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import HostPrompter, Runner
+from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -204,6 +205,10 @@ class FleetController:
     desk: TuiFleetDesk | None = None
     run_dir: Path | None = None
     result: FleetFinished | None = None
+    # ~/.ssh/config, read once for all the fleet's hosts.
+    ssh_config: SSHConfigFile = field(
+        default_factory=lambda: SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
+    )
 
     def __post_init__(self) -> None:
         self.desk = TuiFleetDesk(
@@ -241,7 +246,11 @@ class FleetController:
             feed.emit(Notice(message=self.redactor(message), host=spec.name))
 
         return make_runner(
-            spec.target, self.settings, prompter=self.broker.desk_for(spec.name), notify=notify
+            spec.target,
+            self.settings,
+            prompter=self.broker.desk_for(spec.name),
+            notify=notify,
+            ssh_config=self.ssh_config,
         )
 
     async def run(self) -> FleetFinished:

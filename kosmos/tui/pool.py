@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 from kosmos.config import Settings
 from kosmos.errors import HostError
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import HostPrompter, Runner
+from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 
 OnState = Callable[[str, str, str], None]
 Notify = Callable[[str], None]
@@ -26,6 +28,8 @@ class HostPool:
         self.notify = notify
         self._runners: dict[str, Runner] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        # ~/.ssh/config, read once for every host the session opens.
+        self.ssh_config = SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
 
     def connected(self, target: str) -> bool:
         return target in self._runners
@@ -40,7 +44,11 @@ class HostPool:
             self.on_state(target, "connecting", "")
             try:
                 runner = make_runner(
-                    target, self.settings, prompter=self.prompter, notify=self.notify
+                    target,
+                    self.settings,
+                    prompter=self.prompter,
+                    notify=self.notify,
+                    ssh_config=self.ssh_config,
                 )
                 await runner.connect()
             except HostError as e:

@@ -1,0 +1,309 @@
+"""~/.ssh/config, read once per run: every host's settings, and the aliases it names.
+
+A fleet's config names every host (`Host web001` ... `Host web999`, a few lines each).
+asyncssh reads and splits the whole file for each host it resolves, and again inside each
+connect: 1,000 hosts cost a million lines split. `SSHConfigFile` reads and splits each file
+(and each file it `Include`s) once, again only when one of them changes, and answers a
+host's settings by replaying those lines through asyncssh's own parser: the same keywords,
+`Host`/`Match` rules, `Include` and `%`-tokens, with `Host` patterns matched from a cache.
+The settings object it returns is what `asyncssh.connect` takes in place of reading the file.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+from bisect import bisect_left
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from asyncssh.config import ConfigParseError, SSHClientConfig
+from asyncssh.connection import SSHClientConnectionOptions
+from asyncssh.pattern import WildcardPatternList
+
+__all__ = ["ConfigParseError", "HostConfig", "SSHConfigFile", "local_user"]
+
+# Settings that make asyncssh read the config again inside the connect (canonical host
+# names, `Match final`): for those hosts it gets the file itself.
+_RELOADING = ("CanonicalizeHostname",)
+
+Token = tuple[int, str, tuple[str, ...]]
+
+
+def local_user() -> str:
+    """This machine's user name, as ssh_config's `%u` and `Match localuser` see it."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no name for this uid (a bare container): use the number
+        return str(os.getuid())
+
+
+def _split(path: Path, line_no: int, line: str, conditionals: set[str]) -> tuple[str, list[str]]:
+    """One line as asyncssh splits it: (lower-case keyword, its arguments)."""
+    try:
+        split_args = shlex.split(line)
+    except ValueError as e:
+        raise ConfigParseError(f"{path} line {line_no}: {e}") from None
+    args: list[str] = []
+    loption = ""
+    allow_equal = True
+    for i, arg in enumerate(split_args, 1):
+        if arg.startswith("="):
+            if len(arg) > 1:
+                args.append(arg[1:])
+        elif not allow_equal:
+            args.extend(split_args[i - 1 :])
+            break
+        elif arg.endswith("="):
+            args.append(arg[:-1])
+        elif "=" in arg:
+            arg, val = arg.split("=", 1)
+            args.append(arg)
+            args.append(val)
+        else:
+            args.append(arg)
+        if i == 1:
+            loption = args.pop(0).lower()
+            allow_equal = loption in conditionals
+    return loption, args
+
+
+@dataclass
+class _File:
+    stamp: tuple[int, int, int]
+    tokens: list[Token]
+    # Where a block may start that takes a given host: each Match line and Host line with a
+    # wildcard or a negation (`open`), and the Host lines naming it outright (`named`).
+    open: list[int]
+    named: dict[str, list[int]]
+    starts: dict[str, list[int]]  # per host, the two merged
+
+
+class HostConfig(SSHClientConfig):
+    """One host's settings, parsed from the lines `SSHConfigFile` has already split."""
+
+    def __init__(self, source: SSHConfigFile, *args: Any) -> None:
+        super().__init__(*args)
+        self._source = source
+        # Relative `Include`s are found beside the config, as ssh finds them in ~/.ssh.
+        self._default_path = source.path.parent
+
+    def _match_host(self, option: str, args: list[str]) -> None:
+        self._matching = self._source.matches(",".join(args), self._orig_host)
+        args.clear()
+
+    def _include(self, option: str, args: list[str]) -> None:
+        # asyncssh's, with the files found once per run rather than once per host.
+        old_path, old_line_no = self._path, self._line_no
+        for path in self._source.included(tuple(args)):
+            self.parse(path)
+        self._path, self._line_no, self._matching = old_path, old_line_no, True
+        args.clear()
+
+    # The parser's table of keywords, with these two in place of asyncssh's (it looks its
+    # handlers up in this table, not on the instance).
+    _handlers = {
+        **SSHClientConfig._handlers,
+        "host": ("Host", _match_host),
+        "include": ("Include", _include),
+    }
+
+    def parse(self, path: Path) -> None:
+        # asyncssh's SSHConfig.parse, reading the lines from the cache instead of the file.
+        self._path = path
+        self._line_no = 0
+        self._matching = True
+        self._tokens = {"%": "%"}
+        handlers = self._handlers
+        tokens = self._source.tokens(path)
+        starts = self._source.starts(path, self._orig_host)
+        i, end = 0, len(tokens)
+        while i < end:
+            if not self._matching:
+                # On to the next Host or Match line that may take this host.
+                at = bisect_left(starts, i)
+                if at == len(starts):
+                    break
+                i = starts[at]
+            line_no, loption, cached = tokens[i]
+            i += 1
+            self._line_no = line_no
+            try:
+                option, handler = handlers[loption]
+            except KeyError:
+                continue
+            args = list(cached)
+            if not args:
+                self._error(f"Missing {option} value")
+            handler(self, option, args)
+            if args:
+                self._error(f"Extra data at end: {' '.join(args)}")
+        self._set_tokens()
+        for option in self._percent_expand:
+            value = self._options.get(option)
+            if isinstance(value, list):
+                self._options[option] = [self._expand_val(item) for item in value]
+            elif isinstance(value, str):
+                self._options[option] = self._expand_val(value)
+
+    def connect_options(self) -> SSHClientConnectionOptions | None:
+        """What `asyncssh.connect(options=...)` takes to use these settings instead of reading
+        the file again; None for a host whose connect must read it itself."""
+        if any(self.get(name) for name in _RELOADING) or self.has_match_final():
+            return None
+        # asyncssh builds a connect's options on a base's `config` and `kwargs`; a base made
+        # without running its __init__ carries only those two.
+        base = SSHClientConnectionOptions.__new__(SSHClientConnectionOptions)
+        base.kwargs = {}
+        base.config = self
+        return base
+
+
+class SSHConfigFile:
+    """One run's view of ~/.ssh/config: split once, each host's settings built once."""
+
+    def __init__(self, path: Path, local_user: str) -> None:
+        self.path = path
+        self.local_user = local_user
+        self._files: dict[Path, _File] = {}
+        self._hosts: dict[tuple[str, str | None, int | None], HostConfig] = {}
+        self._patterns: dict[str, Any] = {}
+        self._includes: dict[tuple[str, ...], list[Path]] = {}
+        self._existed = os.path.lexists(path)
+
+    # -- the files ---------------------------------------------------------------------------
+
+    @property
+    def paths(self) -> list[str]:
+        # Not is_file(): a config that is there but cannot be read (a link loop, a folder) is
+        # an error to report, not a missing file to connect without.
+        return [str(self.path)] if os.path.lexists(self.path) else []
+
+    def _stamp(self, path: Path) -> tuple[int, int, int]:
+        st = path.stat()
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def tokens(self, path: Path) -> list[Token]:
+        """The lines of one config file, split as asyncssh splits them (read once)."""
+        cached = self._files.get(path)
+        if cached is not None:
+            return cached.tokens
+        stamp = self._stamp(path)
+        tokens: list[Token] = []
+        conditionals = HostConfig._conditionals
+        with open(path) as file:
+            for line_no, raw in enumerate(file, 1):
+                line = raw.strip()
+                if not line or line[0] == "#":
+                    continue
+                loption, args = _split(path, line_no, line, conditionals)
+                if loption in HostConfig._no_split:
+                    args = [line[len(loption) :].strip()]
+                tokens.append((line_no, loption, tuple(args)))
+        opened: list[int] = []
+        named: dict[str, list[int]] = {}
+        for i, (_, loption, args) in enumerate(tokens):
+            if loption == "host" and not any(c in a for a in args for c in "*?!"):
+                for name in ",".join(args).split(","):
+                    named.setdefault(name, []).append(i)
+            elif loption in conditionals:
+                opened.append(i)
+        self._files[path] = _File(stamp, tokens, opened, named, {})
+        return tokens
+
+    def starts(self, path: Path, host: str) -> list[int]:
+        cached = self._files[path]
+        found = cached.starts.get(host)
+        if found is None:
+            found = sorted({*cached.open, *cached.named.get(host, ())})
+            cached.starts[host] = found
+        return found
+
+    def _fresh(self) -> None:
+        """Forget what was read once a file changed, or the config appeared or went."""
+        exists = os.path.lexists(self.path)
+        stale = exists != self._existed
+        for path, cached in self._files.items():
+            if stale:
+                break
+            try:
+                stale = self._stamp(path) != cached.stamp
+            except OSError:
+                stale = True
+        if stale:
+            self._files.clear()
+            self._hosts.clear()
+            self._includes.clear()
+        self._existed = exists
+
+    def included(self, args: tuple[str, ...]) -> list[Path]:
+        """The files an `Include` line names, found as asyncssh finds them (once per run)."""
+        cached = self._includes.get(args)
+        if cached is not None:
+            return cached
+        found: list[Path] = []
+        for pattern in args:
+            path = Path(pattern).expanduser()
+            if path.anchor:
+                pattern, path = str(Path(*path.parts[1:])), Path(path.anchor)
+            else:
+                path = self.path.parent
+            found += [p for p in path.glob(pattern) if p.is_file()]
+        self._includes[args] = found
+        return found
+
+    # -- what callers ask ----------------------------------------------------------------------
+
+    def host(self, host: str, user: str | None = None, port: int | None = None) -> HostConfig:
+        """The settings for one host (raises OSError or ConfigParseError for a bad file)."""
+        self._fresh()
+        key = (host, user, port)
+        config = self._hosts.get(key)
+        if config is None:
+            config = HostConfig(
+                self, None, False, False, False, self.local_user, user or (), host, port or ()
+            )
+            for path in self.paths:
+                config.parse(Path(path))
+            config.loaded = bool(self.paths)
+            self._hosts[key] = config
+        return config
+
+    def aliases(self) -> list[str]:
+        """The `Host` names of the config and every file it includes, wildcards left out, in
+        order, once each; a file that cannot be read or split adds none."""
+        self._fresh()
+        names: list[str] = []
+        for path in self.paths:
+            self._collect(Path(path), names, set())
+        return list(dict.fromkeys(names))
+
+    def _collect(self, path: Path, names: list[str], seen: set[Path]) -> None:
+        if path in seen or len(seen) > 64:
+            return
+        seen.add(path)
+        try:
+            tokens = self.tokens(path)
+        except (OSError, ConfigParseError):
+            return
+        for _, loption, args in tokens:
+            if loption == "host":
+                names += [a for a in args if not any(c in a for c in "*?!")]
+            elif loption == "include":
+                for included in self.included(args):
+                    self._collect(included, names, seen)
+
+    def matches(self, patterns: str, host: str) -> bool:
+        """Whether a `Host` line's patterns take `host` (a cache of asyncssh's own matcher)."""
+        matcher = self._patterns.get(patterns)
+        if matcher is None:
+            if any(c in patterns for c in "*?!"):
+                matcher = WildcardPatternList(patterns)
+            else:
+                matcher = frozenset(patterns.split(","))
+            self._patterns[patterns] = matcher
+        if isinstance(matcher, frozenset):
+            return host in matcher
+        return bool(matcher.matches(host))
