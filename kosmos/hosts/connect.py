@@ -21,6 +21,7 @@ import asyncssh
 
 from kosmos.errors import HostError
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown, KnownHosts, host_pattern
+from kosmos.hosts.patience import within
 from kosmos.hosts.runner import HostPrompter
 from kosmos.hosts.sshconfig import ConfigParseError, HostConfig, SSHConfigFile, local_user
 from kosmos.hosts.target import Target
@@ -278,7 +279,9 @@ class Connector:
         for _ in range(2):  # the second try follows the operator trusting a new key
             client = _Client()
             try:
-                conn = await asyncssh.connect(
+                # The connect timeout counts this host's own attempt: `within` leaves out the
+                # time the loop spent on other hosts (asyncssh's own would count it).
+                attempt = asyncssh.connect(
                     hop.host,
                     hop.port or (),
                     username=hop.user or (),
@@ -287,10 +290,11 @@ class Connector:
                     known_hosts=self.known_hosts.load(),
                     client_factory=lambda client=client: client,
                     client_keys=keys if keys is not None else (),
-                    connect_timeout=self.connect_timeout,
+                    connect_timeout=None,
                     keepalive_interval=self.keepalive_interval,
                     keepalive_count_max=self.keepalive_count_max,
                 )
+                conn = await within(attempt, self.connect_timeout)
                 return conn, client
             except asyncssh.HostKeyNotVerifiable as e:
                 if client.untrusted is None:
