@@ -9,13 +9,23 @@ like the tests' fixture). A scripted LLM in its own process answers every reques
   event log, per-host knowledge lookups and 4 LLM round trips per host;
 * kosmos --canary: in-process, the LLM drives h000, the other hosts replay its run;
 * kosmos, CLI: the same as `kosmos run` in a fresh process (Python start-up included);
-* bare asyncssh: `gather` of one connection per host running the 3 commands in turn;
+* bare asyncssh: `gather` of one connection per host running the 3 commands in turn, its
+  settings given outright (no ssh_config read: the floor);
 * ssh + xargs -P N: one `ssh` per host running the 3 commands in one session;
 * ansible ad-hoc (`-m shell`, `--forks N`), when `ansible` is importable here or `--ansible`
   names its executable (e.g. from a venv of its own: `python -m venv /tmp/ansible-venv &&
   /tmp/ansible-venv/bin/pip install ansible-core`, then `--ansible /tmp/ansible-venv/bin/ansible`).
 
+With `--forks F` every contender keeps at most F hosts at once (kosmos `--forks F`, a
+semaphore around bare asyncssh, `xargs -P F`); `--config many` writes one `Host` block per
+alias (a real fleet's config: HostName, Port, User each) instead of one `Host` line naming
+them all. For the large sizes, `--only` picks contenders, and the CLI run also reports the
+controller's peak memory (its maximum resident set). `--check` adds `kosmos hosts --check`
+against a bare asyncssh connect-all with the same bound (100).
+
     sudo python benchmarks/fleet.py [--sizes 1,10,50] [--repeat 5] [--ansible PATH]
+    sudo python benchmarks/fleet.py --sizes 1000 --forks 100 --config many --repeat 1 \
+        --only bare,canary,cli --check
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,18 +73,28 @@ def aliases(n: int) -> list[str]:
     return [f"h{i:03d}" for i in range(n)]
 
 
-def write_home(home: Path, sshd: Sshd, n: int) -> Path:
+def write_home(home: Path, sshd: Sshd, n: int, many: bool = False) -> Path:
     ssh = home / ".ssh"
     ssh.mkdir(mode=0o700, parents=True, exist_ok=True)
     key = ssh / "id_ed25519"
     key.write_bytes(sshd.client_key.read_bytes())
     key.chmod(0o600)
     config = ssh / "config"
-    config.write_text(
-        f"Host {' '.join(aliases(n))}\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
-        f"  User {sshd.user}\n  IdentityFile {key}\n  IdentitiesOnly yes\n"
+    common = (
+        f"  IdentityFile {key}\n  IdentitiesOnly yes\n"
         f"  UserKnownHostsFile {ssh / 'known_hosts'}\n  BatchMode yes\n"
     )
+    if many:  # one block per host, as a real fleet's config has
+        blocks = [
+            f"Host {a}\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+            for a in aliases(n)
+        ]
+        config.write_text("".join(blocks) + "Host *\n" + common)
+    else:
+        config.write_text(
+            f"Host {' '.join(aliases(n))}\n  HostName 127.0.0.1\n  Port {sshd.port}\n"
+            f"  User {sshd.user}\n" + common
+        )
     (ssh / "known_hosts").write_text(sshd.known_hosts_line())
     return config
 
@@ -82,7 +103,13 @@ def write_home(home: Path, sshd: Sshd, n: int) -> Path:
 
 
 async def kosmos_inprocess(
-    n: int, home: Path, skills: Path, base_url: str, runs: Path, canary: str | None = None
+    n: int,
+    home: Path,
+    skills: Path,
+    base_url: str,
+    runs: Path,
+    canary: str | None = None,
+    forks: int | None = None,
 ) -> None:
     env = {"HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
     settings = load_settings({}, env=env, cwd=skills, home=home)
@@ -91,7 +118,7 @@ async def kosmos_inprocess(
         hosts_pattern="h*",
         non_interactive=True,
         yes=True,
-        forks=n,
+        forks=forks or n,
         skills_dirs=(skills,),
         transcript=runs / f"run-{time.monotonic_ns()}",
         canary=canary,
@@ -102,32 +129,89 @@ async def kosmos_inprocess(
     assert code == 0, frontend.console.out.getvalue()  # type: ignore[attr-defined]
 
 
-def kosmos_cli(n: int, home: Path, skills: Path, base_url: str, runs: Path) -> None:
+PEAK_RSS_MB: list[float] = []
+
+
+def _run_measured(argv: list[str], env: dict[str, str]) -> None:
+    """Run a process to its end and note its peak resident memory (ru_maxrss, in KiB)."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv[2:5])} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    PEAK_RSS_MB.append(usage.ru_maxrss / 1024)
+
+
+def kosmos_cli(
+    n: int,
+    home: Path,
+    skills: Path,
+    base_url: str,
+    runs: Path,
+    forks: int | None = None,
+    canary: str | None = None,
+) -> None:
     env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
     env["PYTHONPATH"] = str(ROOT)
-    subprocess.run(
+    _run_measured(
         [sys.executable, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
-        + ["--hosts", "h*", "--forks", str(n), "--non-interactive", "--yes"]
+        + ["--hosts", "h*", "--forks", str(forks or n), "--non-interactive", "--yes"]
+        + (["--canary", canary] if canary else [])
         + ["--transcript", str(runs / f"cli-{time.monotonic_ns()}")],
-        env=env,
-        check=True,
-        capture_output=True,
+        env,
     )
 
 
-async def bare_asyncssh(n: int, config: Path) -> None:
+def _bare_connect(config: Path) -> asyncssh.SSHClientConnection:
+    """The floor: a connection with its settings given outright, no ssh_config read at all
+    (asyncssh would read and split the whole file again for every host)."""
+    ssh = config.parent
+    port = int(next(line.split()[1] for line in config.read_text().splitlines() if "Port" in line))
+    user = next(line.split()[1] for line in config.read_text().splitlines() if "User " in line)
+    return asyncssh.connect(
+        "127.0.0.1",
+        port,
+        username=user,
+        client_keys=[str(ssh / "id_ed25519")],
+        known_hosts=str(ssh / "known_hosts"),
+        config=[],
+    )
+
+
+async def bare_asyncssh(n: int, config: Path, forks: int | None = None) -> None:
+    slots = asyncio.Semaphore(forks or n)
+
     async def host(alias: str) -> None:
-        async with asyncssh.connect(alias, config=[str(config)]) as conn:
+        async with slots, _bare_connect(config) as conn:
             for command in COMMANDS:
                 await conn.run(command, check=True)
 
     await asyncio.gather(*(host(a) for a in aliases(n)))
 
 
-def ssh_xargs(n: int, config: Path) -> None:
+async def bare_connect_all(n: int, config: Path, forks: int) -> None:
+    """What `kosmos hosts --check` does, bare: connect, ask the OS, close; `forks` at once."""
+    slots = asyncio.Semaphore(forks)
+
+    async def host(alias: str) -> None:
+        async with slots, _bare_connect(config) as conn:
+            await conn.run("uname -sr", check=True)
+
+    await asyncio.gather(*(host(a) for a in aliases(n)))
+
+
+def kosmos_hosts_check(home: Path) -> None:
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}
+    _run_measured([sys.executable, "-m", "kosmos", "hosts", "--check"], env)
+
+
+def ssh_xargs(n: int, config: Path, forks: int | None = None) -> None:
     names = "\n".join(aliases(n)) + "\n"
     subprocess.run(
-        ["xargs", "-P", str(n), "-I{}", "ssh", "-F", str(config), "{}", "; ".join(COMMANDS)],
+        ["xargs", "-P", str(forks or n), "-I{}", "ssh", "-F", str(config), "{}"]
+        + ["; ".join(COMMANDS)],
         input=names.encode(),
         check=True,
         capture_output=True,
@@ -202,61 +286,103 @@ def llm_server() -> object:
         proc.wait()
 
 
+CONTENDERS = ("bare", "inprocess", "canary", "cli", "cli-canary", "xargs", "ansible")
+
+
+def _contenders(
+    n: int, home: Path, config: Path, skills: Path, base_url: str, runs: Path, forks: int
+) -> dict[str, tuple[str, Callable[[], object]]]:
+    """Each contender's label and the call that runs it once."""
+    local = (n, home, skills, base_url, runs)
+    return {
+        "bare": ("bare asyncssh gather", partial(bare_asyncssh, n, config, forks)),
+        "inprocess": ("kosmos (in-process)", partial(kosmos_inprocess, *local, None, forks)),
+        "canary": ("kosmos --canary", partial(kosmos_inprocess, *local, "h000", forks)),
+        "cli": ("kosmos (CLI)", partial(kosmos_cli, *local, forks)),
+        "cli-canary": ("kosmos CLI --canary", partial(kosmos_cli, *local, forks, "h000")),
+        "xargs": ("ssh + xargs -P", partial(ssh_xargs, n, config, forks)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,10,50")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--forks", type=int, help="hosts at once (default: all of them)")
+    parser.add_argument("--config", choices=("one", "many"), default="one")
+    parser.add_argument(
+        "--only", help=f"comma-separated contenders of {', '.join(CONTENDERS)} (default: all)"
+    )
+    parser.add_argument("--check", action="store_true", help="also time `kosmos hosts --check`")
     parser.add_argument("--ansible", help="the ansible executable, e.g. from its own venv")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    only = set(args.only.split(",")) if args.only else set(CONTENDERS)
     sshd = start_sshd("bench")
     tmp = Path(tempfile.mkdtemp(prefix="kosmos-bench-fleet-"))
     os.environ.pop("SSH_AUTH_SOCK", None)
+    forks = args.forks
     try:
         skills = tmp / "skills"
         (skills / "three").mkdir(parents=True)
         (skills / "three" / "SKILL.md").write_text(SKILL)
         runs = tmp / "runs"
-        ansible = find_ansible(args.ansible)
+        ansible = find_ansible(args.ansible) if "ansible" in only else None
         rows: list[tuple[int, dict[str, float]]] = []
+        peaks: dict[int, float] = {}
         with llm_server() as base_url:
             for n in sizes:
                 home = tmp / f"home-{n}"
-                config = write_home(home, sshd, n)
+                config = write_home(home, sshd, n, many=args.config == "many")
                 os.environ["HOME"] = str(home)  # asyncssh reads ~/.ssh from $HOME
-                contenders: dict[str, Callable[[], object]] = {
-                    "bare asyncssh gather": lambda n=n, c=config: bare_asyncssh(n, c),
-                    "kosmos (in-process)": lambda n=n, h=home: kosmos_inprocess(
-                        n, h, skills, base_url, runs
-                    ),
-                    "kosmos --canary": lambda n=n, h=home: kosmos_inprocess(
-                        n, h, skills, base_url, runs, "h000"
-                    ),
-                    "kosmos (CLI)": lambda n=n, h=home: kosmos_cli(n, h, skills, base_url, runs),
-                    "ssh + xargs -P": lambda n=n, c=config: ssh_xargs(n, c),
-                }
+                every = _contenders(n, home, config, skills, base_url, runs, forks or n)
                 if ansible:
-                    contenders["ansible ad-hoc"] = lambda n=n, a=ansible: ansible_adhoc(
-                        a, n, sshd, tmp
+                    every["ansible"] = (
+                        "ansible ad-hoc",
+                        partial(ansible_adhoc, ansible, n, sshd, tmp),
                     )
+                contenders = {label: run for key, (label, run) in every.items() if key in only}
+                contenders.setdefault("bare asyncssh gather", every["bare"][1])
+                PEAK_RSS_MB.clear()
                 figures = timed(contenders, args.repeat)
+                if PEAK_RSS_MB:
+                    peaks[n] = max(PEAK_RSS_MB)
+                if args.check:
+                    PEAK_RSS_MB.clear()
+                    checks = timed(
+                        {
+                            "bare asyncssh connect-all": partial(bare_connect_all, n, config, 100),
+                            "kosmos hosts --check": partial(kosmos_hosts_check, home),
+                        },
+                        args.repeat,
+                    )
+                    bare = checks["bare asyncssh connect-all"]
+                    mine = checks["kosmos hosts --check"]
+                    print(
+                        f"N={n}: kosmos hosts --check {mine:.3f}s, bare asyncssh connect-all "
+                        f"{bare:.3f}s ({mine / bare:.2f}x), 100 at once"
+                    )
                 rows.append((n, figures))
     finally:
         sshd.stop()
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(sshd.root, ignore_errors=True)
+    bound = f"forks = {forks}" if forks else "forks = N"
     print(
-        f"3-command skill ({'; '.join(COMMANDS)}) on N loopback sshd hosts, forks = N, "
+        f"3-command skill ({'; '.join(COMMANDS)}) on N loopback sshd hosts, {bound}, "
+        f"config: {'one block per host' if args.config == 'many' else 'one Host line'}, "
         f"median of {args.repeat} runs, seconds (x: vs bare asyncssh gather)"
     )
-    if not ansible:
+    if "ansible" in only and not ansible:
         print("ansible: not found, left out (see --ansible to include it)")
     names = list(rows[0][1])
-    print(f"{'N':>4}  " + "  ".join(f"{name:>22}" for name in names))
+    print(f"{'N':>5}  " + "  ".join(f"{name:>22}" for name in names))
     for n, figures in rows:
         ref = figures["bare asyncssh gather"]
         cells = [f"{figures[name]:8.3f}s ({figures[name] / ref:5.2f}x)" for name in names]
-        print(f"{n:>4}  " + "  ".join(f"{c:>22}" for c in cells))
+        print(f"{n:>5}  " + "  ".join(f"{c:>22}" for c in cells))
+    for n, peak in peaks.items():
+        print(f"N={n}: the kosmos CLI's peak memory (max RSS) {peak:.0f} MB")
 
 
 if __name__ == "__main__":
