@@ -20,7 +20,9 @@ With `--forks F` every contender keeps at most F hosts at once (kosmos `--forks 
 semaphore around bare asyncssh, `xargs -P F`); `--config many` writes one `Host` block per
 alias (a real fleet's config: HostName, Port, User each) instead of one `Host` line naming
 them all. For the large sizes, `--only` picks contenders, and the CLI run also reports the
-controller's peak memory (its maximum resident set). `--check` adds `kosmos hosts --check`
+controller's peak memory (its maximum resident set). `shards` runs `--shards` processes of
+`kosmos run --shard K/S --canary-from T` at once against one `cli-canary-from` process (T is
+a run recorded on h000 first), each `--forks` wide. `--check` adds `kosmos hosts --check`
 against a bare asyncssh connect-all with the same bound (100).
 
     sudo python benchmarks/fleet.py [--sizes 1,10,50] [--repeat 5] [--ansible PATH]
@@ -202,6 +204,59 @@ async def bare_connect_all(n: int, config: Path, forks: int) -> None:
     await asyncio.gather(*(host(a) for a in aliases(n)))
 
 
+def record_canary(home: Path, skills: Path, base_url: str, runs: Path) -> Path:
+    """One run of the skill on h000: the transcript the shard jobs replay (--canary-from)."""
+    transcript = runs / "canary.jsonl"
+    env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
+    env["PYTHONPATH"] = str(ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
+        + ["--host", "h000", "--non-interactive", "--yes", "--transcript", str(transcript)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return transcript
+
+
+def kosmos_shards(
+    home: Path, skills: Path, base_url: str, runs: Path, forks: int, canary: Path, jobs: int
+) -> None:
+    """`jobs` shard processes at once (`--shard K/jobs --canary-from`), each `forks` wide."""
+    env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
+    env["PYTHONPATH"] = str(ROOT)
+    stamp = time.monotonic_ns()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
+            + ["--hosts", "h*", "--forks", str(forks), "--non-interactive", "--yes"]
+            + ["--canary-from", str(canary), "--shard", f"{k}/{jobs}"]
+            + ["--transcript", str(runs / f"shard-{stamp}-{k}")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for k in range(1, jobs + 1)
+    ]
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        sys.exit(f"a shard failed: exit codes {codes}")
+
+
+def kosmos_canary_from(
+    home: Path, skills: Path, base_url: str, runs: Path, forks: int, canary: Path
+) -> None:
+    env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
+    env["PYTHONPATH"] = str(ROOT)
+    _run_measured(
+        [sys.executable, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
+        + ["--hosts", "h*", "--forks", str(forks), "--non-interactive", "--yes"]
+        + ["--canary-from", str(canary)]
+        + ["--transcript", str(runs / f"from-{time.monotonic_ns()}")],
+        env,
+    )
+
+
 def kosmos_hosts_check(home: Path) -> None:
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}
     _run_measured([sys.executable, "-m", "kosmos", "hosts", "--check"], env)
@@ -286,7 +341,17 @@ def llm_server() -> object:
         proc.wait()
 
 
-CONTENDERS = ("bare", "inprocess", "canary", "cli", "cli-canary", "xargs", "ansible")
+CONTENDERS = (
+    "bare",
+    "inprocess",
+    "canary",
+    "cli",
+    "cli-canary",
+    "cli-canary-from",
+    "shards",
+    "xargs",
+    "ansible",
+)
 
 
 def _contenders(
@@ -314,6 +379,9 @@ def main() -> None:
         "--only", help=f"comma-separated contenders of {', '.join(CONTENDERS)} (default: all)"
     )
     parser.add_argument("--check", action="store_true", help="also time `kosmos hosts --check`")
+    parser.add_argument(
+        "--shards", type=int, default=4, help="shard processes of the `shards` contender (4)"
+    )
     parser.add_argument("--ansible", help="the ansible executable, e.g. from its own venv")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -336,6 +404,19 @@ def main() -> None:
                 config = write_home(home, sshd, n, many=args.config == "many")
                 os.environ["HOME"] = str(home)  # asyncssh reads ~/.ssh from $HOME
                 every = _contenders(n, home, config, skills, base_url, runs, forks or n)
+                if {"shards", "cli-canary-from"} & only:
+                    canary = record_canary(home, skills, base_url, runs)
+                    wide = forks or n
+                    every["cli-canary-from"] = (
+                        "CLI --canary-from",
+                        partial(kosmos_canary_from, home, skills, base_url, runs, wide, canary),
+                    )
+                    every["shards"] = (
+                        f"{args.shards} shard jobs",
+                        partial(
+                            kosmos_shards, home, skills, base_url, runs, wide, canary, args.shards
+                        ),
+                    )
                 if ansible:
                     every["ansible"] = (
                         "ansible ad-hoc",

@@ -122,6 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST",
         help="run the LLM on this host first, then replay its run on the others",
     )
+    fleet.add_argument(
+        "--canary-from",
+        type=Path,
+        metavar="TRANSCRIPT",
+        help="replay this finished run of the skill (one host's transcript) on every host",
+    )
+    fleet.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="take only the K-th of N shares of the hosts (one of N parallel jobs)",
+    )
     run.add_argument(
         "--param",
         action="append",
@@ -299,6 +310,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="connect to each in parallel: reachability, auth, OS and latency",
     )
     hosts.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+
+    fleet_cmd = sub.add_parser(
+        "fleet", help="work with fleet runs", description="Work with fleet runs."
+    )
+    fleet_sub = fleet_cmd.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
+    merge = fleet_sub.add_parser(
+        "merge",
+        help="one summary of the run directories of a fleet's shards",
+        description="Merge the run directories of a fleet's shards (--shard K/N) into one "
+        "summary: the table, counts and exit code of a single fleet run.",
+    )
+    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a shard's run directory")
+    merge.add_argument("--json", action="store_true", help="print the fleet result as JSON")
     return parser
 
 
@@ -376,6 +400,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         forks=args.forks,
         llm_concurrency=args.llm_concurrency,
         canary=args.canary,
+        canary_from=args.canary_from,
+        shard=args.shard,
     )
     frontend = None
     try:
@@ -469,6 +495,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_chat(args)
         if args.command == "hosts":
             return _cmd_hosts(args)
+        if args.command == "fleet":
+            from kosmos.frontends.merge import merge_command
+
+            return merge_command(args.dirs, json_out=args.json)
     except KosmosError as e:
         print(f"kosmos: {e}", file=sys.stderr)
         return e.exit_code

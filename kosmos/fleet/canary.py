@@ -14,8 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
-from kosmos.errors import KosmosError
-from kosmos.events import Answer, CommandDecision, CommandFinished, Event, LLMReply, Message, Notice
+from kosmos.errors import KosmosError, UsageError
+from kosmos.events import (
+    Answer,
+    CommandDecision,
+    CommandFinished,
+    Event,
+    LLMReply,
+    Message,
+    Notice,
+    RunFinished,
+    RunStarted,
+)
 from kosmos.llm.provider import Provider, Reply
 
 
@@ -52,6 +62,35 @@ class CanaryRecord:
             )
         elif isinstance(event, Answer):
             self.answers.append(event.answer)
+
+    @classmethod
+    def from_transcript(cls, events: Sequence[Event], source: str, skill: str) -> CanaryRecord:
+        """`--canary-from`: the record of a finished run of `skill` on one host, from its
+        transcript; UsageError (exit 2) for anything else."""
+        starts = [e for e in events if isinstance(e, RunStarted)]
+        if not starts:
+            raise UsageError(f"--canary-from {source}: no run_started event; is it a transcript?")
+        if starts[0].skill != skill:
+            raise UsageError(
+                f"--canary-from {source}: a run of {starts[0].skill!r}, not {skill!r}; give a "
+                f"transcript of {skill}"
+            )
+        if len(starts) > 1:
+            raise UsageError(
+                f"--canary-from {source}: the run was resumed, so it cannot be replayed from "
+                "its start; give a run that went through in one go"
+            )
+        ends = [e for e in events if isinstance(e, RunFinished)]
+        status = ends[-1].status if ends else "unfinished"
+        if status != "done":
+            raise UsageError(
+                f"--canary-from {source}: that run ended {status}, not done; give a transcript "
+                "of a run that finished"
+            )
+        record = cls(starts[0].host or "canary")
+        for event in events:
+            record.observe(event)
+        return record
 
 
 class Replay:

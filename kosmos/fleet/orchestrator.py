@@ -33,12 +33,7 @@ from kosmos.events import (
 )
 from kosmos.fleet.adapters import BoundedProvider, NamedRunner
 from kosmos.fleet.canary import CanaryRecord, Replay
-from kosmos.fleet.results import (
-    STATUS_OF_CODE,
-    FleetFinished,
-    HostSummary,
-    fleet_exit_code,
-)
+from kosmos.fleet.results import FleetFinished, HostSummary, fleet_result
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.runner import Runner
 from kosmos.llm.provider import Provider
@@ -158,8 +153,11 @@ class Fleet:
         forks: int = DEFAULT_FORKS,
         llm_concurrency: int | None = None,
         canary: str | None = None,
+        canary_record: CanaryRecord | None = None,
         on_event: Emit | None = None,
         redact: Callable[[str], str] | None = None,
+        skill: str | None = None,
+        shard: str | None = None,
     ) -> None:
         if not hosts:
             raise UsageError("no hosts to run on; give --host, --hosts or -i INVENTORY")
@@ -176,6 +174,10 @@ class Fleet:
         self.provider = BoundedProvider(provider, llm_concurrency or forks)
         self.forks = forks
         self.canary = canary
+        # --canary-from: every host replays a finished run recorded on another host.
+        self.canary_record = canary_record
+        self.skill = skill
+        self.shard = shard
         self.on_event = on_event
         # Sessions mask secrets in their own events; this masks the fleet's (connect errors).
         self.redact = redact or (lambda text: text)
@@ -195,7 +197,10 @@ class Fleet:
         """
         self._started = time.monotonic()
         try:
-            if self.canary is None:
+            if self.canary_record is not None:
+                record = self.canary_record
+                await _all([self._host(r, replay_of=record) for r in self.runs.values()])
+            elif self.canary is None:
                 await _all([self._host(r) for r in self.runs.values()])
             else:
                 await self._with_canary(self.runs[self.canary])
@@ -355,26 +360,9 @@ class Fleet:
                     transcript=r.transcript if r else None,
                 )
             )
-        code = fleet_exit_code([h.exit_code for h in hosts])
-        counts: dict[str, int] = {}
-        for h in hosts:
-            counts[h.status] = counts.get(h.status, 0) + 1
-        done = counts.get("done", 0)
-        rest = [
-            f"{n} {status} ({', '.join(h.host for h in hosts if h.status == status)[:120]})"
-            for status, n in counts.items()
-            if status != "done"
-        ]
-        message = f"{done} of {len(hosts)} hosts done" + ("; " + "; ".join(rest) if rest else "")
         end = self._finished or time.monotonic()
-        return FleetFinished(
-            status=STATUS_OF_CODE.get(code, "error"),
-            exit_code=code,
-            message=message,
-            duration_s=round(end - self._started, 3) if self._started else 0.0,
-            counts=counts,
-            hosts=hosts,
-        )
+        duration = end - self._started if self._started else 0.0
+        return fleet_result(hosts, duration, skill=self.skill, shard=self.shard)
 
 
 _RESULT_STATUSES = frozenset(

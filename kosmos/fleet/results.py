@@ -50,6 +50,9 @@ class FleetFinished(Event):
     duration_s: float
     counts: dict[str, int]
     hosts: list[HostSummary]
+    # The skill run, and with --shard K/N which job of N this was ("2/4").
+    skill: str | None = None
+    shard: str | None = None
 
 
 def fleet_exit_code(codes: Sequence[int]) -> int:
@@ -60,6 +63,37 @@ def fleet_exit_code(codes: Sequence[int]) -> int:
         if code in codes:
             return code
     return max(codes)
+
+
+def fleet_result(
+    hosts: Sequence[HostSummary],
+    duration_s: float,
+    *,
+    skill: str | None = None,
+    shard: str | None = None,
+) -> FleetFinished:
+    """The fleet's `result` from its hosts' summaries: counts, the message, the exit code."""
+    code = fleet_exit_code([h.exit_code for h in hosts])
+    counts: dict[str, int] = {}
+    for h in hosts:
+        counts[h.status] = counts.get(h.status, 0) + 1
+    done = counts.get("done", 0)
+    rest = [
+        f"{n} {status} ({', '.join(h.host for h in hosts if h.status == status)[:120]})"
+        for status, n in counts.items()
+        if status != "done"
+    ]
+    message = f"{done} of {len(hosts)} hosts done" + ("; " + "; ".join(rest) if rest else "")
+    return FleetFinished(
+        status=STATUS_OF_CODE.get(code, "error"),
+        exit_code=code,
+        message=message,
+        duration_s=round(duration_s, 3),
+        counts=counts,
+        hosts=list(hosts),
+        skill=skill,
+        shard=shard,
+    )
 
 
 STATUS_OF_CODE = {

@@ -20,9 +20,11 @@ from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
+from kosmos.fleet.canary import CanaryRecord
 from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import Fleet, SessionParts
-from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.results import FleetFinished, fleet_result
+from kosmos.fleet.shard import Shard, parse_shard
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
 from kosmos.frontends.headless import HeadlessOperator
@@ -40,6 +42,7 @@ from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
+from kosmos.transcript import read_transcript
 
 
 def _safe(name: str) -> str:
@@ -53,13 +56,35 @@ class FleetFrontend(RunFrontend):
     on_event: Callable[[Event], None] | None = None
 
     def hosts(self) -> list[HostSpec]:
+        """The run's hosts; with --shard K/N, only this job's share of them."""
         req = self.request
-        return resolve_hosts(
+        shard = self.shard  # a bad K/N is refused before anything is looked up
+        hosts = resolve_hosts(
             req.hosts,
             req.hosts_pattern,
             inventory=req.inventory,
             ssh_config=self.ssh_config,
         )
+        if shard is not None:
+            hosts = [h for h in hosts if shard.takes(h.name)]
+        return hosts
+
+    @functools.cached_property
+    def shard(self) -> Shard | None:
+        return parse_shard(self.request.shard) if self.request.shard else None
+
+    def canary_record(self, skill: Skill) -> CanaryRecord | None:
+        """--canary-from: the recorded run every host replays."""
+        source = self.request.canary_from
+        if source is None:
+            return None
+        if self.request.canary is not None:
+            raise UsageError("--canary and --canary-from: give one (a host, or a transcript)")
+        try:
+            events = read_transcript(source)
+        except OSError as e:
+            raise UsageError(f"--canary-from {source}: {e.strerror or e}") from None
+        return CanaryRecord.from_transcript(events, str(source), skill.name)
 
     @functools.cached_property
     def ssh_config(self) -> SSHConfigFile:
@@ -95,19 +120,28 @@ class FleetFrontend(RunFrontend):
         hosts = self.hosts()
         prompts = Prompts.load(settings.prompts_file)
         skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
+        record = self.canary_record(skill)
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
         run_id = uuid.uuid4().hex
         assert settings.transcript_dir is not None
         stamp = time.strftime("%Y%m%d-%H%M%S")
+        part = f"-shard-{self.shard.index}-of-{self.shard.total}" if self.shard else ""
         run_dir = req.transcript or settings.transcript_dir / (
-            f"{stamp}-{_safe(skill.name)}-fleet-{run_id[:8]}"
+            f"{stamp}-{_safe(skill.name)}-fleet-{run_id[:8]}{part}"
         )
         if run_dir.exists() and not run_dir.is_dir():
             raise UsageError(
                 f"--transcript {run_dir}: a fleet writes one transcript per host into a "
                 "directory; give a directory (new or existing)"
             )
+        if not hosts and self.shard is not None:
+            # A job of a matrix that this fleet's split leaves nothing to: done, and said so.
+            run_dir.mkdir(parents=True, exist_ok=True)
+            result = fleet_result([], 0.0, skill=skill.name, shard=str(self.shard))
+            self.console.say(f"shard {self.shard} takes none of this run's hosts")
+            self._report(result, run_dir, canary=False)
+            return result.exit_code
         journal = Journal(run_dir)
         provider = make_provider(settings)
         json_out = JsonRenderer() if req.json else None
@@ -149,8 +183,11 @@ class FleetFrontend(RunFrontend):
             forks=req.forks,
             llm_concurrency=req.llm_concurrency,
             canary=req.canary,
+            canary_record=record,
             on_event=on_event,
             redact=self.redactor,
+            skill=skill.name,
+            shard=str(self.shard) if self.shard else None,
         )
         # A terminal gets the live table (on stderr); a log gets one line per event (on
         # stdout, beside the summary), unless stdout carries --json.
@@ -163,6 +200,8 @@ class FleetFrontend(RunFrontend):
         self.on_event = on_event
         if not req.json:
             where = f" · canary {req.canary}" if req.canary else ""
+            where += f" · replaying {req.canary_from}" if record is not None else ""
+            where += f" · shard {self.shard}" if self.shard else ""
             self.console.say(
                 self.console.style(f"▶ {skill.name}", "1")
                 + f" on {len(hosts)} hosts · forks {req.forks}{where} · model {settings.model}",
@@ -177,7 +216,7 @@ class FleetFrontend(RunFrontend):
                 await self.broker.aclose()
             journal.close()
             await provider.aclose()
-        self._report(result, run_dir, canary=req.canary is not None)
+        self._report(result, run_dir, canary=req.canary is not None or record is not None)
         return result.exit_code
 
     def _session(

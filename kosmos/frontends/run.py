@@ -69,15 +69,21 @@ class RunRequest:
     forks: int = 10
     llm_concurrency: int | None = None
     canary: str | None = None
+    # --canary-from: a finished run on one host that every host of this run replays.
+    canary_from: Path | None = None
+    # --shard K/N: this job takes only its share of the hosts (kosmos.fleet.shard).
+    shard: str | None = None
 
     @property
     def fleet(self) -> bool:
-        """More than one host, a pattern or an inventory: a fleet run."""
+        """More than one host, a pattern, an inventory, a canary or a shard: a fleet run."""
         return (
             len(self.hosts) > 1
             or self.hosts_pattern is not None
             or self.inventory is not None
             or self.canary is not None
+            or self.canary_from is not None
+            or self.shard is not None
         )
 
 
