@@ -536,6 +536,14 @@ ESCAPES = (
     "a=(1 2); echo ${a[1]} ${a[@]} ${#a[@]}",
     "echo ${HOME:0:4}",
     "echo ${!PA*}",
+    "for PATH in ./evilbin; do ls; done",
+    "for IFS in x; do :; done; ls",
+    "for BASH_ENV in ./evil.sh; do bash -c ls; done",
+    "for f in F G; do cat $f; done",
+    "ls {PATH}</dev/null; ls",
+    "cat {fd}</dev/null",
+    "BASH_CMDS[ls]=./evil.sh; ls",
+    "BASH_ALIASES[ls]=./evil.sh; ls",
 )
 
 

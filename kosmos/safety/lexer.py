@@ -57,6 +57,7 @@ _RESERVED_UNEXPECTED = frozenset({"then", "elif", "else", "fi", "do", "done", "e
 _IO_NUMBER = re.compile(r"\d+(?=[<>])")
 _PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_NAMED_FD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -240,6 +241,10 @@ class Lexer:
                 self.pos += 1
         word.text = "".join(buf)
         word.raw = src[start : self.pos]
+        if self.bash and src[self.pos : self.pos + 1] in ("<", ">"):
+            named = _NAMED_FD.fullmatch(word.raw)
+            if named:
+                word.fd_var = named.group(1)
         if word.brace:
             tail = word.text[word.text.find("{") :]
             word.brace = "}" in tail and ("," in tail or ".." in tail)

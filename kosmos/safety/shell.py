@@ -287,7 +287,7 @@ class _Parser(Lexer):
         self._expect_word("do")
         body = self._parse_list(frozenset({"done"}))
         self._expect_word("done")
-        return Compound("for", [body], words, self._redirects())
+        return Compound("for", [body], words, self._redirects(), var=name.word.raw)
 
     def _parse_case(self) -> Compound:
         self.take()

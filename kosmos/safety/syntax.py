@@ -41,6 +41,9 @@ class Word:
     # the substitutions inside each.
     params: list[str] = field(default_factory=list)
     arith: list[tuple[str, list[Script]]] = field(default_factory=list)
+    # bash: `{name}` written right before a redirection: bash stores the descriptor it
+    # opens in the variable `name`.
+    fd_var: str = ""
 
 
 @dataclass
@@ -68,6 +71,8 @@ class Compound:
     bodies: list[Script]
     words: list[Word]
     redirects: list[Redirect]
+    # `for NAME in ...`: the variable each round sets.
+    var: str = ""
 
 
 @dataclass

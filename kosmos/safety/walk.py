@@ -25,7 +25,13 @@ from kosmos.safety.paths import (
     normpath,
     word_paths,
 )
-from kosmos.safety.queries import calls, mentions_download, risky_assignment, runs_its_input
+from kosmos.safety.queries import (
+    calls,
+    mentions_download,
+    risky_assignment,
+    risky_name,
+    runs_its_input,
+)
 from kosmos.safety.rules import read_only_rule
 from kosmos.safety.shell import (
     Command,
@@ -139,6 +145,10 @@ class Walk:
             reason = test_hazard(command.words)
             if reason:
                 self.add(write(reason))
+        if command.var:
+            risky = risky_name(command.var)
+            if risky:
+                self.add(write(f"for {command.var}: {risky}"))
         if command.kind == "arith":
             reason = arith_hazard(*command.words[0].arith[0], "((...))")
             self.add(write(reason) if reason else ro("(( ))"))
@@ -159,6 +169,9 @@ class Walk:
         if words is None:
             self.add(write(f"a brace expansion grows past {BRACE_LIMIT} words"))
             return []
+        for word in (*command.words, *(r.target for r in command.redirects)):
+            if word.fd_var and risky_name(word.fd_var):
+                self.add(write(f"{{{word.fd_var}}} before a redirection {risky_name(word.fd_var)}"))
         head = command_name(words[0].text) if words and words[0].literal else ""
         for word in command.assigns:
             # `IFS= read -r line`: an assignment before read or mapfile is theirs alone.
