@@ -1,11 +1,13 @@
 """Open an SSH connection the way `ssh` does: ~/.ssh/config, known_hosts, keys, agent, ProxyJump.
 
-asyncssh reads the config, default keys and the agent. kosmos adds what an operator expects
-from `ssh` on top: a strict host-key check that can ask a person about a new key (and never
-accepts a changed one), ProxyJump hops checked the same way, a passphrase typed for an
-encrypted key when no agent holds it, and one clear line per failure (exit 6). A config
-file that cannot be read or parsed is such a failure, found before anything connects: read
-as missing, it would send the connection somewhere else.
+asyncssh reads the config, keys, certificates and the agent, matches known_hosts entries and
+checks host certificates. kosmos adds what an operator expects from `ssh` on top: host trust
+decided by the host's ssh_config as OpenSSH decides it (hostkeys.py: which known_hosts files,
+ask, add or refuse a new key, never a changed one), ProxyJump hops checked the same way, each
+by its own config, a passphrase typed for an encrypted key when no agent holds it, and one
+clear line per failure (exit 6). A config file that cannot be read or parsed is such a
+failure, found before anything connects: read as missing, it would send the connection
+somewhere else.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import getpass
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +25,8 @@ import asyncssh
 from asyncssh.config import SSHClientConfig
 
 from kosmos.errors import HostError
-from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown, KnownHosts, host_pattern
+from kosmos.hosts.hostkeys import HostTrust, TrustRules, decide
+from kosmos.hosts.keywords import ClientConfig
 from kosmos.hosts.runner import HostPrompter
 from kosmos.hosts.target import Target
 
@@ -103,6 +107,11 @@ class _Hop:
         host = f"{self.user}@{self.host}" if self.user else self.host
         return f"ssh -v -p {self.port} {host}" if self.port is not None else f"ssh -v {host}"
 
+    @property
+    def ssh_login(self) -> str:
+        """The plain `ssh` line that reaches the hop as kosmos does (to trust its key once)."""
+        return self.ssh_command.replace("ssh -v ", "ssh ", 1)
+
 
 def _parse_jump(text: str) -> _Hop:
     spec = text.strip().removeprefix("ssh://")
@@ -126,6 +135,7 @@ class Connector:
         *,
         connect_timeout: float,
         prompter: HostPrompter | None = None,
+        notify: Callable[[str], None] | None = None,
         home: Path | None = None,
         keepalive_interval: float = KEEPALIVE_INTERVAL,
         keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
@@ -133,10 +143,14 @@ class Connector:
         self.target = target
         self.connect_timeout = connect_timeout
         self.prompter = prompter
-        self.ssh_dir = (home or Path("~").expanduser()) / ".ssh"
+        # Hears what the connect itself has to say: a key added under accept-new, a
+        # known_hosts line skipped. Each notice once per connector (reconnects read again).
+        self.notify = notify
+        self._told: set[str] = set()
+        self.home = home or Path("~").expanduser()
+        self.ssh_dir = self.home / ".ssh"
         self.keepalive_interval = keepalive_interval
         self.keepalive_count_max = keepalive_count_max
-        self.known_hosts = KnownHosts(self.ssh_dir / "known_hosts")
         self.locked_keys: list[Path] = []
         # Parsed settings per (host, user, port), kept while ~/.ssh/config is unchanged: a
         # connect looks them up several times (ProxyJump, keys, messages).
@@ -191,7 +205,9 @@ class Connector:
             self._local_user = _local_user()
         paths = self._config_paths()
         try:
-            return SSHClientConfig.load(
+            # ClientConfig: asyncssh's parser, also reading StrictHostKeyChecking and
+            # HashKnownHosts (keywords.py).
+            return ClientConfig.load(
                 None, paths, False, False, False, self._local_user, user or (), host, port or (),
             )  # fmt: skip
         except OSError as e:
@@ -294,11 +310,28 @@ class Connector:
 
     # -- one hop ---------------------------------------------------------------------------
 
+    def _notice(self, message: str) -> None:
+        if message not in self._told:
+            self._told.add(message)
+            if self.notify is not None:
+                self.notify(message)
+
     async def _hop(
         self, hop: _Hop, tunnel: asyncssh.SSHClientConnection | None, *, via_jump: bool
     ) -> tuple[asyncssh.SSHClientConnection, _Client]:
+        config = self._config(hop.host, hop.user, hop.port)
         keys = await self._client_keys(hop)
-        for _ in range(2):  # the second try follows the operator trusting a new key
+        # The hop's own known_hosts files and rules, read afresh for each connect.
+        trust = HostTrust(
+            TrustRules.from_config(config, hop.host, self.home), self.ssh_dir, self._notice
+        )
+        # HostKeyAlgorithms in ssh_config is the user's order; else ssh's, known keys first.
+        chosen = bool(config.get("HostKeyAlgorithms"))
+        algs: list[str] | tuple[()] = () if chosen else trust.host_key_algs(plain_only=False)
+        plain_only = False
+        # Up to three tries: a certificate no CA vouches for is judged again as its plain key
+        # (as ssh does), and a new key is trusted only after the handshake that showed it.
+        for _ in range(3):
             client = _Client()
             try:
                 conn = await asyncssh.connect(
@@ -307,7 +340,8 @@ class Connector:
                     username=hop.user or (),
                     tunnel=tunnel or (),
                     config=self._config_paths(),
-                    known_hosts=self.known_hosts.load(),
+                    known_hosts=trust.known_hosts(),
+                    server_host_key_algs=algs,
                     client_factory=lambda client=client: client,
                     client_keys=keys if keys is not None else (),
                     connect_timeout=self.connect_timeout,
@@ -316,24 +350,24 @@ class Connector:
                 )
                 return conn, client
             except asyncssh.HostKeyNotVerifiable as e:
-                if client.untrusted is None:
-                    raise self._explain(e, hop, via_jump) from None
-                await self._decide_key(*client.untrusted)
+                if client.untrusted is not None:
+                    await self._decide_key(trust, client.untrusted[3], hop)
+                    continue
+                revoked = trust.revoked_refusal(str(e))
+                if revoked is not None:
+                    raise revoked from None
+                if trust.cas and not plain_only and not chosen:
+                    plain_only = True
+                    algs = trust.host_key_algs(plain_only=True)
+                    continue
+                raise self._explain(e, hop, via_jump) from None
             except (OSError, asyncssh.Error, TimeoutError, ValueError) as e:
                 raise self._explain(e, hop, via_jump) from None
         raise HostError(f"{hop.label}: the host key is still not trusted after adding it")
 
-    async def _decide_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> None:
-        """Unknown key: ask, then add it to known_hosts. Changed key: refuse, whatever is asked."""
-        if self.known_hosts.known_keys(host, addr, port):
-            raise HostKeyChanged(host, port, key, str(self.known_hosts.user_file))
-        if self.prompter is None:
-            raise HostKeyUnknown(host, port, key, declined=False)
-        if not await self.prompter.confirm_host_key(
-            host_pattern(host, port), key.get_algorithm(), key.get_fingerprint("sha256")
-        ):
-            raise HostKeyUnknown(host, port, key, declined=True)
-        self.known_hosts.add(host, port, key)
+    async def _decide_key(self, trust: HostTrust, key: asyncssh.SSHKey, hop: _Hop) -> None:
+        """A key known_hosts does not vouch for: hostkeys.decide asks, adds or refuses it."""
+        await decide(trust, key, prompter=self.prompter, notify=self._notice, ssh=hop.ssh_login)
 
     def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> ConnectFailed:
         """One line naming the host, what went wrong and what to check."""

@@ -18,7 +18,8 @@ def make_runner(
     notify: Callable[[str], None] | None = None,
 ) -> Runner:
     """The runner for one host. `prompter` asks a person about a new host key or a passphrase
-    (None: headless, those are errors); `notify` hears about reconnects."""
+    (None: headless, those are errors); `notify` hears about reconnects and what connecting
+    has to say (a host key added, a known_hosts line skipped)."""
     if target.strip() in (LOCAL, ""):
         return LocalRunner()
     return SSHRunner(
