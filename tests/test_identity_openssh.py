@@ -1,4 +1,4 @@
-"""Host certificates and ProxyJump hops, judged by OpenSSH.
+"""Certificates, the agent and ProxyJump hops, judged by OpenSSH.
 
 `cert_sshd` proves itself with a host certificate and lets in only a user certificate;
 `remote` is the plain sshd. Each case asks kosmos and `ssh -o BatchMode=yes` one question
@@ -7,11 +7,20 @@ with the same config and files (tests/trusthelpers.py).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from kosmos.hosts.ssh import SSHRunner
+from kosmos.hosts.target import parse_target
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd
 from tests.trusthelpers import agree, client_home, host_block, kosmos, openssh
@@ -98,6 +107,155 @@ def test_a_certified_host_nothing_vouches_for_is_added_as_its_plain_key(
     assert agree(run, judge) is True
     assert (ssh_dir / "known_hosts").read_text() == added_by_ssh
     assert added_by_ssh == plain_lines(cert_sshd)["ssh-ed25519"]
+
+
+@dataclass
+class Prompter:
+    secrets: list[str] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        return False
+
+    async def ask_secret(self, prompt: str) -> str | None:
+        self.asked.append(prompt)
+        return self.secrets.pop(0) if self.secrets else None
+
+
+def _encrypt(key: Path, passphrase: str) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-p", "-a", "2", "-P", "", "-N", passphrase, "-f", str(key)],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.mark.parametrize("where", ["CertificateFile", "beside the key"])
+async def test_a_key_unlocked_with_its_passphrase_still_offers_its_certificate(
+    cert_sshd: Sshd, ssh_home: Path, where: str
+) -> None:
+    """kosmos decrypts the key itself and hands asyncssh the key pairs: with the certificate."""
+    assert cert_sshd.client_cert is not None
+    if where == "CertificateFile":
+        ssh_dir = certified_home(ssh_home, cert_sshd, known=cert_sshd.cert_authority_line())
+    else:
+        ssh_dir = client_home(ssh_home, cert_sshd, known=cert_sshd.cert_authority_line())
+        shutil.copy(cert_sshd.client_cert, ssh_dir / "id_ed25519-cert.pub")
+    _encrypt(ssh_dir / "id_ed25519", "open sesame")
+    prompter = Prompter(secrets=["open sesame"])
+    runner = SSHRunner(parse_target("box"), connect_timeout=10, prompter=prompter)
+    try:
+        result = await runner.run("echo in", timeout=10)
+    finally:
+        await runner.close()
+    assert result.output.text() == "in\n"
+    assert len(prompter.asked) == 1
+
+
+# -- the agent ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[str]:
+    """An ssh-agent of the test's own on a socket in tmp_path; returns the socket's path."""
+    sock = tmp_path / "agent.sock"
+    proc = subprocess.Popen(
+        ["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(200):
+            if sock.exists():
+                break
+            time.sleep(0.02)
+        yield str(sock)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+def _add_to_agent(sock: str, key: Path) -> None:
+    subprocess.run(
+        ["ssh-add", "-q", str(key)],
+        env={"PATH": os.environ["PATH"], "SSH_AUTH_SOCK": sock},
+        check=True,
+        capture_output=True,
+    )
+
+
+def _agent_only_home(home: Path, server: Sshd, extra: str) -> Path:
+    """A client whose only way in is the agent: its IdentityFile is a key the server refuses."""
+    ssh_dir = client_home(home, server, known=server.known_hosts_line(), extra=extra)
+    stranger = ssh_dir / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    (ssh_dir / "id_ed25519").unlink()
+    (ssh_dir / "id_ed25519.pub").unlink()
+    config = ssh_dir / "config"
+    config.write_text(config.read_text().replace(f"{ssh_dir}/id_ed25519", str(stranger)))
+    return ssh_dir
+
+
+@pytest.mark.parametrize(
+    ("identity_agent", "env_sock", "connects"),
+    [
+        ("", True, True),  # SSH_AUTH_SOCK, as ssh reads it by default
+        ("  IdentityAgent none\n", True, False),  # no agent at all
+        ("  IdentityAgent {sock}\n", False, True),  # a path
+        ("  IdentityAgent SSH_AUTH_SOCK\n", True, True),
+        ("  IdentityAgent $KOSMOS_TEST_SOCK\n", False, True),
+    ],
+)
+def test_identity_agent_chooses_the_agent_or_none(
+    llm: ScriptedLLM,
+    env: dict,
+    remote: Sshd,
+    agent: str,
+    home: Path,
+    tmp_path: Path,
+    identity_agent: str,
+    env_sock: bool,
+    connects: bool,
+) -> None:
+    _add_to_agent(agent, remote.client_key)
+    _agent_only_home(home, remote, identity_agent.format(sock=agent))
+    extra = {"KOSMOS_TEST_SOCK": agent, **({"SSH_AUTH_SOCK": agent} if env_sock else {})}
+    run = kosmos(llm, {**env, **extra}, tmp_path)
+    assert agree(run, openssh(home, env=extra)) is connects
+
+
+async def test_identity_agent_none_asks_for_the_passphrase_the_agent_would_have_spared(
+    remote: Sshd, agent: str, ssh_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kosmos's own look at the agent (is a passphrase needed?) follows IdentityAgent too."""
+    _add_to_agent(agent, remote.client_key)
+    monkeypatch.setenv("SSH_AUTH_SOCK", agent)
+    ssh_dir = client_home(
+        ssh_home, remote, known=remote.known_hosts_line(), extra="  IdentityAgent none\n"
+    )
+    _encrypt(ssh_dir / "id_ed25519", "open sesame")
+    prompter = Prompter(secrets=["open sesame"])
+    runner = SSHRunner(parse_target("box"), connect_timeout=10, prompter=prompter)
+    try:
+        await runner.connect()
+    finally:
+        await runner.close()
+    assert prompter.asked == [f"Enter passphrase for key '{ssh_dir / 'id_ed25519'}': "]
+
+
+@pytest.mark.parametrize("only", [False, True])
+def test_identities_only_keeps_other_agent_keys_back(
+    llm: ScriptedLLM,
+    env: dict,
+    remote: Sshd,
+    agent: str,
+    home: Path,
+    tmp_path: Path,
+    only: bool,
+) -> None:
+    _add_to_agent(agent, remote.client_key)
+    _agent_only_home(home, remote, "  IdentitiesOnly yes\n" if only else "")
+    run = kosmos(llm, dict(env, SSH_AUTH_SOCK=agent), tmp_path)
+    assert agree(run, openssh(home, env={"SSH_AUTH_SOCK": agent})) is (not only)
 
 
 # -- ProxyJump ----------------------------------------------------------------------------------

@@ -26,14 +26,19 @@ from asyncssh.config import SSHClientConfig
 
 from kosmos.errors import HostError
 from kosmos.hosts.hostkeys import HostTrust, TrustRules, decide
+from kosmos.hosts.identities import (
+    agent_key_blobs,
+    agent_path,
+    certificates,
+    identity_blobs,
+    identity_files,
+)
 from kosmos.hosts.keywords import ClientConfig
 from kosmos.hosts.runner import HostPrompter
 from kosmos.hosts.target import Target
 
 KEEPALIVE_INTERVAL = 15.0
 KEEPALIVE_COUNT_MAX = 3
-# The keys `ssh` tries by default, in its order.
-DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_ecdsa_sk", "id_ed25519_sk", "id_rsa", "id_dsa")
 PASSPHRASE_TRIES = 3
 MAX_JUMPS = 8
 
@@ -258,40 +263,41 @@ class Connector:
 
     # -- keys ------------------------------------------------------------------------------
 
+    def _agent(self, config: SSHClientConfig) -> str | None:
+        # SSH_AUTH_SOCK is the agent's address as ssh reads it, not a kosmos setting: asyncssh
+        # reads it there too.
+        return agent_path(config, os.environ, self.home)
+
     async def _client_keys(self, hop: _Hop) -> list[asyncssh.SSHKeyPair] | None:
         """Keys to offer when an encrypted key has no agent: decrypted with a typed passphrase.
 
-        None leaves the choice to asyncssh (agent, IdentityFile, default keys).
+        None leaves the choice to asyncssh (agent, IdentityFile, default keys, certificates).
         """
-        agent = None
-        with contextlib.suppress(Exception):
-            agent = await asyncssh.connect_agent()
-        if agent is not None:
-            try:
-                if await agent.get_keys():
-                    return None
-            except Exception:  # noqa: BLE001 - an agent that does not answer holds no keys
-                pass
-            finally:
-                agent.close()
-        configured = self._config(hop.host, hop.user, hop.port).get("IdentityFile", ())
-        files = [Path(str(f)).expanduser() for f in configured] or [
-            self.ssh_dir / name for name in DEFAULT_KEYS
-        ]
-        files = [f for f in files if f.is_file()]
+        config = self._config(hop.host, hop.user, hop.port)
+        files = identity_files(config, self.ssh_dir, self.home)
+        certs = certificates(config, self.home)
+        held = await agent_key_blobs(self._agent(config))
+        if config.get("IdentitiesOnly"):
+            # Only the configured identities are offered, from the agent too.
+            wanted = identity_blobs(files, certs)
+            held = [blob for blob in held if blob in wanted]
+        if held:
+            return None
         encrypted = [f for f in files if _needs_passphrase(f)]
         if not encrypted:
             return None
         keys: list[asyncssh.SSHKeyPair] = []
         for path in files:
             if path in encrypted:
-                keys += await self._unlock(path)
+                keys += await self._unlock(path, certs)
             else:
                 with contextlib.suppress(OSError, asyncssh.KeyImportError):
-                    keys += asyncssh.load_keypairs(str(path))
+                    keys += asyncssh.load_keypairs(str(path), certlist=certs)
         return keys
 
-    async def _unlock(self, path: Path) -> list[asyncssh.SSHKeyPair]:
+    async def _unlock(
+        self, path: Path, certs: list[asyncssh.SSHCertificate]
+    ) -> list[asyncssh.SSHKeyPair]:
         if self.prompter is None:
             self.locked_keys.append(path)
             return []
@@ -300,7 +306,8 @@ class Connector:
             if secret is None:
                 break
             try:
-                return list(asyncssh.load_keypairs(str(path), passphrase=secret))
+                # With its certificates: CertificateFile's, and `KEY-cert.pub` beside it.
+                return list(asyncssh.load_keypairs(str(path), passphrase=secret, certlist=certs))
             except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
                 continue  # a wrong passphrase: ask again, as ssh does
             finally:
@@ -342,6 +349,7 @@ class Connector:
                     config=self._config_paths(),
                     known_hosts=trust.known_hosts(),
                     server_host_key_algs=algs,
+                    agent_path=self._agent(config),
                     client_factory=lambda client=client: client,
                     client_keys=keys if keys is not None else (),
                     connect_timeout=self.connect_timeout,

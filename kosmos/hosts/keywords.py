@@ -34,6 +34,14 @@ HONOURED: dict[str, str] = {
     ),
     "HashKnownHosts": "a key kosmos adds is written hashed (`|1|...`)",
     "HostKeyAlias": "the name the host's key is looked up and added under",
+    "IdentityFile, CertificateFile": (
+        "the keys offered, with their certificates (`CertificateFile`, or `KEY-cert.pub` "
+        "beside the key), also when kosmos asks for a key's passphrase"
+    ),
+    "IdentitiesOnly": "offers only the configured keys, also from the agent",
+    "IdentityAgent": (
+        "the agent's socket: a path, `SSH_AUTH_SOCK`, `$VARIABLE`, or `none` for no agent at all"
+    ),
 }
 
 # What known_hosts files a host's key is checked against when ssh_config names none.
