@@ -76,12 +76,10 @@ def run_cli(
 # -- SSH: Debian's sshd (one per test worker) and an in-process asyncssh server -----------------
 
 
-@pytest.fixture(scope="session")
-def sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
-    """OpenSSH's sshd on loopback; CI sets KOSMOS_REQUIRE_SSHD=1 so these tests never skip."""
+def _serve(request: pytest.FixtureRequest, *, certificates: bool) -> Iterator[Sshd]:
     worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
     try:
-        server = start_sshd(worker)
+        server = start_sshd(worker, certificates=certificates)
     except SshdUnavailable as e:
         if os.environ.get("KOSMOS_REQUIRE_SSHD") == "1":
             pytest.fail(f"KOSMOS_REQUIRE_SSHD=1 but sshd cannot run: {e}")
@@ -91,6 +89,19 @@ def sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
     finally:
         server.stop()
         shutil.rmtree(server.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
+    """OpenSSH's sshd on loopback; CI sets KOSMOS_REQUIRE_SSHD=1 so these tests never skip."""
+    yield from _serve(request, certificates=False)
+
+
+@pytest.fixture(scope="session")
+def cert_sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
+    """A second sshd on loopback that proves itself with a host certificate (`HostCertificate`)
+    and lets the client in only with a user certificate (`TrustedUserCAKeys`)."""
+    yield from _serve(request, certificates=True)
 
 
 @pytest.fixture

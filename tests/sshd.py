@@ -2,6 +2,10 @@
 
 Runs as root (as CI does). The test user's password field is `*`: an account fresh from
 `useradd` is locked (`!`) and sshd without PAM refuses it.
+
+`start_sshd(..., certificates=True)` starts one that vouches for itself with certificates
+instead: its host keys (Ed25519, certified, and RSA) are signed by a host CA, and it takes
+no authorized key, only a user certificate signed by its user CA.
 """
 
 from __future__ import annotations
@@ -39,6 +43,16 @@ def keygen(path: Path, passphrase: str = "", kind: str = "ed25519") -> Path:
     return path
 
 
+def sign(ca: Path, public: Path, principal: str, *, host: bool) -> Path:
+    """`ssh-keygen -s`: a certificate for `public`, written beside it as NAME-cert.pub."""
+    subprocess.run(
+        ["ssh-keygen", "-q", "-s", str(ca), "-I", f"kosmos-test-{principal}",
+         *(["-h"] if host else []), "-n", principal, "-V", "-5m:+1d", str(public)],
+        check=True,
+    )  # fmt: skip
+    return public.with_name(public.name.removesuffix(".pub") + "-cert.pub")
+
+
 @dataclass
 class Sshd:
     """A running sshd: `user` logs in with `client_key` at 127.0.0.1:`port`."""
@@ -51,6 +65,9 @@ class Sshd:
     host_key_pub: Path
     log: Path
     pid: int
+    # With certificates: the CA that signs the host key, and the client key's certificate.
+    host_ca_pub: Path | None = None
+    client_cert: Path | None = None
 
     @property
     def target(self) -> str:
@@ -59,6 +76,12 @@ class Sshd:
     def known_hosts_line(self) -> str:
         algorithm, data = self.host_key_pub.read_text().split()[:2]
         return f"[127.0.0.1]:{self.port} {algorithm} {data}\n"
+
+    def cert_authority_line(self, pattern: str = "*") -> str:
+        """The known_hosts line that trusts this server's host CA."""
+        assert self.host_ca_pub is not None, "a server started with certificates=True"
+        algorithm, data = self.host_ca_pub.read_text().split()[:2]
+        return f"@cert-authority {pattern} {algorithm} {data}\n"
 
     def write_remote(self, relative: str, text: str) -> Path:
         """A file in the test user's home, owned by that user."""
@@ -114,16 +137,18 @@ def _ensure_user(name: str, home: Path) -> None:
     subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
 
 
-def start_sshd(worker: str) -> Sshd:
+def start_sshd(worker: str, *, certificates: bool = False) -> Sshd:
     """Start sshd for this test worker; raises SshdUnavailable when it cannot run here."""
     if os.geteuid() != 0:
         raise SshdUnavailable("the sshd tests need root (they add a test user)")
     if not SSHD.exists() or not shutil.which("ssh-keygen") or not shutil.which("useradd"):
         raise SshdUnavailable("openssh-server, ssh-keygen or useradd is not installed")
-    root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{worker}-"))
+    kind = "kc" if certificates else "kt"
+    root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{kind}-{worker}-"))
     root.chmod(0o755)
-    # One user per test process: concurrent suites on one machine must not share a home.
-    user = f"kt-{os.getpid()}-{worker}"[:32]
+    # One user per test process and server: concurrent suites on one machine, and the two
+    # servers of one worker, must not share a home.
+    user = f"{kind}-{os.getpid()}-{worker}"[:32]
     remote_home = root / "home"
     (remote_home / ".ssh").mkdir(parents=True)
     _ensure_user(user, remote_home)
@@ -131,11 +156,22 @@ def start_sshd(worker: str) -> Sshd:
     host_key = keygen(root / "host_ed25519")
     client_key = keygen(root / "client_ed25519")
     auth = remote_home / ".ssh" / "authorized_keys"
-    auth.write_text((root / "client_ed25519.pub").read_text())
+    # With certificates the user CA vouches for the client, and nothing else does.
+    auth.write_text("" if certificates else (root / "client_ed25519.pub").read_text())
     auth.chmod(0o600)
     (remote_home / ".ssh").chmod(0o700)
     for p in (remote_home, remote_home / ".ssh", auth):
         os.chown(p, uid, uid)
+    certified = ""
+    host_ca_pub = client_cert = None
+    if certificates:
+        host_ca, user_ca = keygen(root / "host_ca"), keygen(root / "user_ca")
+        host_ca_pub = root / "host_ca.pub"
+        host_cert = sign(host_ca, root / "host_ed25519.pub", "127.0.0.1", host=True)
+        client_cert = sign(user_ca, root / "client_ed25519.pub", user, host=False)
+        # An RSA key beside the certified one: which key a client records is its choice.
+        rsa = keygen(root / "host_rsa", kind="rsa")
+        certified = f"HostKey {rsa}\nHostCertificate {host_cert}\nTrustedUserCAKeys {root / 'user_ca.pub'}\n"
     port = free_port()
     config = root / "sshd_config"
     log = root / "sshd.log"
@@ -158,7 +194,7 @@ MaxStartups 200:30:400
 MaxSessions 200
 LogLevel VERBOSE
 Subsystem sftp internal-sftp
-"""
+{certified}"""
     )
     Path("/run/sshd").mkdir(exist_ok=True)
     subprocess.run([str(SSHD), "-f", str(config), "-E", str(log)], check=True)
@@ -182,6 +218,8 @@ Subsystem sftp internal-sftp
         host_key_pub=root / "host_ed25519.pub",
         log=log,
         pid=int(pidfile.read_text().strip()),
+        host_ca_pub=host_ca_pub,
+        client_cert=client_cert,
     )
 
 

@@ -47,3 +47,16 @@ def test_the_readme_synopsis_names_every_documented_flag() -> None:
                 re.search(re.escape(flag) + r"(?![\w-])", found.group(0))
                 for flag in action.option_strings
             ), f"kosmos {name} {action.option_strings[-1]} is missing from the README's synopsis"
+
+
+def test_the_readme_table_of_ssh_config_keywords_is_the_one_kosmos_keeps() -> None:
+    """`## Hosts over SSH` shows kosmos.hosts.keywords.HONOURED, row for row."""
+    from kosmos.hosts.keywords import HONOURED
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("| keyword | what kosmos does |\n|---|---|\n", 1)[1].split("\n\n")[0]
+    rows = {}
+    for line in table.splitlines():
+        keyword, text = re.split(r"(?<!\\) \| ", line.strip()[2:-2])
+        rows[keyword.replace("`", "")] = text.replace("\\|", "|")
+    assert rows == HONOURED

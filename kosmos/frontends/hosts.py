@@ -10,7 +10,7 @@ from pathlib import Path
 from kosmos.config import Settings
 from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
-from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown
+from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyRevoked, HostKeyUnknown
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.hosts.target import parse_target
@@ -59,9 +59,11 @@ async def check_host(
         result = await runner.run(OS_COMMAND, timeout=OS_TIMEOUT)
         lines = result.output.text().strip().splitlines()
         row.os = lines[0] if lines and result.exit_code == 0 else "?"
-    except (HostKeyUnknown, HostKeyChanged) as e:
+    except (HostKeyUnknown, HostKeyChanged, HostKeyRevoked) as e:
         row.reachable = "yes"
-        row.auth = "host key changed" if isinstance(e, HostKeyChanged) else "unknown host key"
+        row.auth = {HostKeyChanged: "host key changed", HostKeyRevoked: "host key revoked"}.get(
+            type(e), "unknown host key"
+        )
         row.error = str(e)
     except ConnectFailed as e:
         row.reachable = "no" if e.reason in ("refused", "timeout", "dns", "other") else "yes"

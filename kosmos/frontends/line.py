@@ -108,7 +108,7 @@ class LinePrompter:
         self.c.say(f"The authenticity of host '{host}' can't be established.", stream=err)
         self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
         try:
-            reply = await self.c.ask("Trust this key and add it to ~/.ssh/known_hosts? [y/N] ")
+            reply = await self.c.ask("Trust this key and add it to known_hosts? [y/N] ")
         except EndOfInput:
             return False
         return reply.strip().lower() in ("y", "yes")

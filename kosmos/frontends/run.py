@@ -186,7 +186,8 @@ class RunFrontend:
         self.redactor = Redactor([api_key] if api_key else [], env=env)
         self.host = request.host or "local"
         self.result: RunFinished | None = None
-        # Events from before the run started (the parameter dialogue), for the transcript.
+        # Events from before the run started (the parameter dialogue, notices from connecting),
+        # for the transcript.
         self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
 
@@ -220,12 +221,14 @@ class RunFrontend:
         return emit
 
     def _notify(self, message: str) -> None:
-        """A host's news (a reconnect): into the run's events once the run has started."""
+        """A host's news (a reconnect, a host key added while connecting): into the run's
+        events once the run has started; before that, shown now and kept for the transcript."""
         message = self.redactor(message)
         if self._emit is not None:
             self._emit(Notice(message=message, host=self.host))
         else:
             self.console.say(self.console.style(message, "33"), stream=self.console.err)
+            self._early.append(Notice(message=message, host=self.host))
 
     def fail_early(self, error: KosmosError) -> int:
         """An error before the session started: one line on stderr (and a --json result line)."""

@@ -1,11 +1,13 @@
 """Open an SSH connection the way `ssh` does: ~/.ssh/config, known_hosts, keys, agent, ProxyJump.
 
-asyncssh reads the config, default keys and the agent. kosmos adds what an operator expects
-from `ssh` on top: a strict host-key check that can ask a person about a new key (and never
-accepts a changed one), ProxyJump hops checked the same way, a passphrase typed for an
-encrypted key when no agent holds it, and one clear line per failure (exit 6). A config
-file that cannot be read or parsed is such a failure, found before anything connects: read
-as missing, it would send the connection somewhere else.
+asyncssh reads the config, keys, certificates and the agent, matches known_hosts entries and
+checks host certificates. kosmos adds what an operator expects from `ssh` on top: host trust
+decided by the host's ssh_config as OpenSSH decides it (hostkeys.py: which known_hosts files,
+ask, add or refuse a new key, never a changed one), ProxyJump hops checked the same way, each
+by its own config, a passphrase typed for an encrypted key when no agent holds it, and one
+clear line per failure (exit 6). A config file that cannot be read or parsed is such a
+failure, found before anything connects: read as missing, it would send the connection
+somewhere else.
 """
 
 from __future__ import annotations
@@ -13,14 +15,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncssh
 
 from kosmos.errors import HostError
-from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown, KnownHosts, host_pattern
+from kosmos.hosts.hostkeys import HostTrust, TrustRules, decide
+from kosmos.hosts.identities import (
+    agent_key_blobs,
+    agent_path,
+    certificates,
+    identity_blobs,
+    identity_files,
+)
 from kosmos.hosts.patience import within
 from kosmos.hosts.runner import HostPrompter
 from kosmos.hosts.sshconfig import ConfigParseError, HostConfig, SSHConfigFile, local_user
@@ -28,8 +39,6 @@ from kosmos.hosts.target import Target
 
 KEEPALIVE_INTERVAL = 15.0
 KEEPALIVE_COUNT_MAX = 3
-# The keys `ssh` tries by default, in its order.
-DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_ecdsa_sk", "id_ed25519_sk", "id_rsa", "id_dsa")
 PASSPHRASE_TRIES = 3
 MAX_JUMPS = 8
 
@@ -103,6 +112,11 @@ class _Hop:
         host = f"{self.user}@{self.host}" if self.user else self.host
         return f"ssh -v -p {self.port} {host}" if self.port is not None else f"ssh -v {host}"
 
+    @property
+    def ssh_login(self) -> str:
+        """The plain `ssh` line that reaches the hop as kosmos does (to trust its key once)."""
+        return self.ssh_command.replace("ssh -v ", "ssh ", 1)
+
 
 def _parse_jump(text: str) -> _Hop:
     spec = text.strip().removeprefix("ssh://")
@@ -126,6 +140,7 @@ class Connector:
         *,
         connect_timeout: float,
         prompter: HostPrompter | None = None,
+        notify: Callable[[str], None] | None = None,
         home: Path | None = None,
         keepalive_interval: float = KEEPALIVE_INTERVAL,
         keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
@@ -134,12 +149,16 @@ class Connector:
         self.target = target
         self.connect_timeout = connect_timeout
         self.prompter = prompter
-        self.ssh_dir = (home or Path("~").expanduser()) / ".ssh"
+        # Hears what the connect itself has to say: a key added under accept-new, a
+        # known_hosts line skipped. Each notice once per connector (reconnects read again).
+        self.notify = notify
+        self._told: set[str] = set()
+        self.home = home or Path("~").expanduser()
+        self.ssh_dir = self.home / ".ssh"
         # The run's ~/.ssh/config, read once for all its hosts (a fleet shares one).
         self.ssh_config = ssh_config or SSHConfigFile(self.ssh_dir / "config", local_user())
         self.keepalive_interval = keepalive_interval
         self.keepalive_count_max = keepalive_count_max
-        self.known_hosts = KnownHosts(self.ssh_dir / "known_hosts")
         self.locked_keys: list[Path] = []
 
     # -- what the runner calls ---------------------------------------------------------------
@@ -214,40 +233,41 @@ class Connector:
 
     # -- keys ------------------------------------------------------------------------------
 
+    def _agent(self, config: HostConfig) -> str | None:
+        # SSH_AUTH_SOCK is the agent's address as ssh reads it, not a kosmos setting: asyncssh
+        # reads it there too.
+        return agent_path(config, os.environ, self.home)
+
     async def _client_keys(self, hop: _Hop) -> list[asyncssh.SSHKeyPair] | None:
         """Keys to offer when an encrypted key has no agent: decrypted with a typed passphrase.
 
-        None leaves the choice to asyncssh (agent, IdentityFile, default keys).
+        None leaves the choice to asyncssh (agent, IdentityFile, default keys, certificates).
         """
-        agent = None
-        with contextlib.suppress(Exception):
-            agent = await asyncssh.connect_agent()
-        if agent is not None:
-            try:
-                if await agent.get_keys():
-                    return None
-            except Exception:  # noqa: BLE001 - an agent that does not answer holds no keys
-                pass
-            finally:
-                agent.close()
-        configured = self._config(hop.host, hop.user, hop.port).get("IdentityFile", ())
-        files = [Path(str(f)).expanduser() for f in configured] or [
-            self.ssh_dir / name for name in DEFAULT_KEYS
-        ]
-        files = [f for f in files if f.is_file()]
+        config = self._config(hop.host, hop.user, hop.port)
+        files = identity_files(config, self.ssh_dir, self.home)
+        certs = certificates(config, self.home)
+        held = await agent_key_blobs(self._agent(config))
+        if config.get("IdentitiesOnly"):
+            # Only the configured identities are offered, from the agent too.
+            wanted = identity_blobs(files, certs)
+            held = [blob for blob in held if blob in wanted]
+        if held:
+            return None
         encrypted = [f for f in files if _needs_passphrase(f)]
         if not encrypted:
             return None
         keys: list[asyncssh.SSHKeyPair] = []
         for path in files:
             if path in encrypted:
-                keys += await self._unlock(path)
+                keys += await self._unlock(path, certs)
             else:
                 with contextlib.suppress(OSError, asyncssh.KeyImportError):
-                    keys += asyncssh.load_keypairs(str(path))
+                    keys += asyncssh.load_keypairs(str(path), certlist=certs)
         return keys
 
-    async def _unlock(self, path: Path) -> list[asyncssh.SSHKeyPair]:
+    async def _unlock(
+        self, path: Path, certs: list[asyncssh.SSHCertificate]
+    ) -> list[asyncssh.SSHKeyPair]:
         if self.prompter is None:
             self.locked_keys.append(path)
             return []
@@ -256,7 +276,8 @@ class Connector:
             if secret is None:
                 break
             try:
-                return list(asyncssh.load_keypairs(str(path), passphrase=secret))
+                # With its certificates: CertificateFile's, and `KEY-cert.pub` beside it.
+                return list(asyncssh.load_keypairs(str(path), passphrase=secret, certlist=certs))
             except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
                 continue  # a wrong passphrase: ask again, as ssh does
             finally:
@@ -266,17 +287,34 @@ class Connector:
 
     # -- one hop ---------------------------------------------------------------------------
 
+    def _notice(self, message: str) -> None:
+        if message not in self._told:
+            self._told.add(message)
+            if self.notify is not None:
+                self.notify(message)
+
     async def _hop(
         self, hop: _Hop, tunnel: asyncssh.SSHClientConnection | None, *, via_jump: bool
     ) -> tuple[asyncssh.SSHClientConnection, _Client]:
+        config = self._config(hop.host, hop.user, hop.port)
         keys = await self._client_keys(hop)
+        # The hop's own known_hosts files and rules, read afresh for each connect.
+        trust = HostTrust(
+            TrustRules.from_config(config, hop.host, self.home), self.ssh_dir, self._notice
+        )
+        # HostKeyAlgorithms in ssh_config is the user's order; else ssh's, known keys first.
+        chosen = bool(config.get("HostKeyAlgorithms"))
+        algs: list[str] | tuple[()] = () if chosen else trust.host_key_algs(plain_only=False)
+        plain_only = False
         # The settings read once per run stand in for the file, unless the host's own need
         # asyncssh to read it again (canonical host names).
-        preloaded = self._config(hop.host, hop.user, hop.port).connect_options()
+        preloaded = config.connect_options()
         settings: dict[str, object] = (
             {"options": preloaded} if preloaded else {"config": self.ssh_config.paths}
         )
-        for _ in range(2):  # the second try follows the operator trusting a new key
+        # Up to three tries: a certificate no CA vouches for is judged again as its plain key
+        # (as ssh does), and a new key is trusted only after the handshake that showed it.
+        for _ in range(3):
             client = _Client()
             try:
                 # The connect timeout counts this host's own attempt: `within` leaves out the
@@ -287,7 +325,9 @@ class Connector:
                     username=hop.user or (),
                     tunnel=tunnel or (),
                     **settings,
-                    known_hosts=self.known_hosts.load(),
+                    known_hosts=trust.known_hosts(),
+                    server_host_key_algs=algs,
+                    agent_path=self._agent(config),
                     client_factory=lambda client=client: client,
                     client_keys=keys if keys is not None else (),
                     connect_timeout=None,
@@ -297,24 +337,24 @@ class Connector:
                 conn = await within(attempt, self.connect_timeout)
                 return conn, client
             except asyncssh.HostKeyNotVerifiable as e:
-                if client.untrusted is None:
-                    raise self._explain(e, hop, via_jump) from None
-                await self._decide_key(*client.untrusted)
+                if client.untrusted is not None:
+                    await self._decide_key(trust, client.untrusted[3], hop)
+                    continue
+                revoked = trust.revoked_refusal(str(e))
+                if revoked is not None:
+                    raise revoked from None
+                if trust.cas and not plain_only and not chosen:
+                    plain_only = True
+                    algs = trust.host_key_algs(plain_only=True)
+                    continue
+                raise self._explain(e, hop, via_jump) from None
             except (OSError, asyncssh.Error, TimeoutError, ValueError) as e:
                 raise self._explain(e, hop, via_jump) from None
         raise HostError(f"{hop.label}: the host key is still not trusted after adding it")
 
-    async def _decide_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> None:
-        """Unknown key: ask, then add it to known_hosts. Changed key: refuse, whatever is asked."""
-        if self.known_hosts.known_keys(host, addr, port):
-            raise HostKeyChanged(host, port, key, str(self.known_hosts.user_file))
-        if self.prompter is None:
-            raise HostKeyUnknown(host, port, key, declined=False)
-        if not await self.prompter.confirm_host_key(
-            host_pattern(host, port), key.get_algorithm(), key.get_fingerprint("sha256")
-        ):
-            raise HostKeyUnknown(host, port, key, declined=True)
-        self.known_hosts.add(host, port, key)
+    async def _decide_key(self, trust: HostTrust, key: asyncssh.SSHKey, hop: _Hop) -> None:
+        """A key known_hosts does not vouch for: hostkeys.decide asks, adds or refuses it."""
+        await decide(trust, key, prompter=self.prompter, notify=self._notice, ssh=hop.ssh_login)
 
     def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> ConnectFailed:
         """One line naming the host, what went wrong and what to check."""

@@ -20,8 +20,9 @@ def make_runner(
     ssh_config: SSHConfigFile | None = None,
 ) -> Runner:
     """The runner for one host. `prompter` asks a person about a new host key or a passphrase
-    (None: headless, those are errors); `notify` hears about reconnects. `ssh_config` is the
-    run's ~/.ssh/config, read once for all its hosts."""
+    (None: headless, those are errors); `notify` hears about reconnects and what connecting
+    has to say (a host key added, a known_hosts line skipped). `ssh_config` is the run's
+    ~/.ssh/config, read once for all its hosts."""
     if target.strip() in (LOCAL, ""):
         return LocalRunner()
     return SSHRunner(

@@ -48,6 +48,7 @@ class SSHRunner(RemoteReads):
 
     If it drops between commands, the next command reconnects once (and `notify` says so); if
     it drops during a command, the result says `connection_lost` and nothing is re-run.
+    `notify` also hears what connecting has to say (a host key added under accept-new).
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class SSHRunner(RemoteReads):
             target,
             connect_timeout=connect_timeout,
             prompter=prompter,
+            notify=self._notice,
             home=home,
             ssh_config=ssh_config,
             **extra,
@@ -92,6 +94,12 @@ class SSHRunner(RemoteReads):
         self._opening: asyncio.Future[Link] | None = None
 
     # -- the connection ----------------------------------------------------------------------
+
+    def _notice(self, message: str) -> None:
+        """What connecting has to say (a host key added, a known_hosts line skipped), passed
+        to whoever listens now: `notify` may be set after the runner is made."""
+        if self.notify is not None:
+            self.notify(message)
 
     async def connect(self) -> None:
         async with self._lock:

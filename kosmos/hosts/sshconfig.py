@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from asyncssh.config import ConfigParseError, SSHClientConfig
+from asyncssh.config import ConfigParseError
 from asyncssh.connection import SSHClientConnectionOptions
 from asyncssh.pattern import WildcardPatternList
+
+from kosmos.hosts.keywords import ClientConfig
 
 __all__ = ["ConfigParseError", "HostConfig", "SSHConfigFile", "local_user"]
 
@@ -81,8 +83,9 @@ class _File:
     starts: dict[str, list[int]]  # per host, the two merged
 
 
-class HostConfig(SSHClientConfig):
-    """One host's settings, parsed from the lines `SSHConfigFile` has already split."""
+class HostConfig(ClientConfig):
+    """One host's settings, parsed from the lines `SSHConfigFile` has already split (with
+    the host-key keywords ClientConfig adds to asyncssh's)."""
 
     def __init__(self, source: SSHConfigFile, *args: Any) -> None:
         super().__init__(*args)
@@ -105,7 +108,7 @@ class HostConfig(SSHClientConfig):
     # The parser's table of keywords, with these two in place of asyncssh's (it looks its
     # handlers up in this table, not on the instance).
     _handlers = {
-        **SSHClientConfig._handlers,
+        **ClientConfig._handlers,
         "host": ("Host", _match_host),
         "include": ("Include", _include),
     }
