@@ -298,9 +298,12 @@ class Connector:
     ) -> tuple[asyncssh.SSHClientConnection, _Client]:
         config = self._config(hop.host, hop.user, hop.port)
         keys = await self._client_keys(hop)
-        # The hop's own known_hosts files and rules, read afresh for each connect.
+        # The hop's own known_hosts files and rules; the files are read once per run.
         trust = HostTrust(
-            TrustRules.from_config(config, hop.host, self.home), self.ssh_dir, self._notice
+            TrustRules.from_config(config, hop.host, self.home),
+            self.ssh_dir,
+            self._notice,
+            self.ssh_config.known_hosts,
         )
         # HostKeyAlgorithms in ssh_config is the user's order; else ssh's, known keys first.
         chosen = bool(config.get("HostKeyAlgorithms"))

@@ -27,7 +27,7 @@ from kosmos.hosts.keywords import (
     Strict,
     expand_home,
 )
-from kosmos.hosts.known_hosts import append_entry, read_known_hosts
+from kosmos.hosts.known_hosts import KnownHostsCache, append_entry
 from kosmos.hosts.runner import HostPrompter
 
 DEFAULT_PORT = 22
@@ -127,14 +127,21 @@ class HostTrust:
     """One host's known_hosts, read for one connect: the keys and CAs they vouch for, the keys
     they revoke, and what becomes of any other key."""
 
-    def __init__(self, rules: TrustRules, ssh_dir: Path, warn: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        rules: TrustRules,
+        ssh_dir: Path,
+        warn: Callable[[str], None],
+        files: KnownHostsCache | None = None,
+    ) -> None:
         self.rules = rules
         self.ssh_dir = ssh_dir
-        files = [(p, read_known_hosts(p, warn)) for p in (*rules.user_files, *rules.global_files)]
+        read = (files or KnownHostsCache()).read
+        files_read = [(p, read(p, warn)) for p in (*rules.user_files, *rules.global_files)]
 
         def look_up(name: str) -> tuple[Found, Found, Found]:
             found: tuple[Found, Found, Found] = ([], [], [])
-            for path, entries in files:
+            for path, entries in files_read:
                 # No address and no port: ssh looks up only the name (CheckHostIP is off by
                 # default), and asyncssh's retry without the port is not ssh's.
                 keys, cas, revoked = entries.match(name, "", None)[:3]

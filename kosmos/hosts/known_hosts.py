@@ -62,6 +62,27 @@ def read_known_hosts(path: Path, warn: Callable[[str], None]) -> asyncssh.SSHKno
     return entries
 
 
+class KnownHostsCache:
+    """One run's known_hosts files, each read (and each bad line warned about) once, again
+    only when the file changes: a fleet's thousand connects share one read of each file."""
+
+    def __init__(self) -> None:
+        self._read: dict[Path, tuple[tuple[int, int, int] | None, asyncssh.SSHKnownHosts]] = {}
+
+    def read(self, path: Path, warn: Callable[[str], None]) -> asyncssh.SSHKnownHosts:
+        try:
+            st = path.stat()
+            stamp: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None  # missing, or an error read_known_hosts reports
+        cached = self._read.get(path)
+        if cached is not None and stamp is not None and cached[0] == stamp:
+            return cached[1]
+        entries = read_known_hosts(path, warn)
+        self._read[path] = (stamp, entries)
+        return entries
+
+
 def _problem(line: str) -> str | None:
     """Why OpenSSH would skip this line, or None. asyncssh passes over a key it cannot read
     without a word; this says so."""

@@ -24,6 +24,7 @@ from asyncssh.connection import SSHClientConnectionOptions
 from asyncssh.pattern import WildcardPatternList
 
 from kosmos.hosts.keywords import ClientConfig
+from kosmos.hosts.known_hosts import KnownHostsCache
 
 __all__ = ["ConfigParseError", "HostConfig", "SSHConfigFile", "local_user"]
 
@@ -165,7 +166,8 @@ class HostConfig(ClientConfig):
 
 
 class SSHConfigFile:
-    """One run's view of ~/.ssh/config: split once, each host's settings built once."""
+    """One run's view of ~/.ssh/config: split once, each host's settings built once; with the
+    run's cache of the known_hosts files the hosts' settings name (`known_hosts`)."""
 
     def __init__(self, path: Path, local_user: str) -> None:
         self.path = path
@@ -174,6 +176,7 @@ class SSHConfigFile:
         self._hosts: dict[tuple[str, str | None, int | None], HostConfig] = {}
         self._patterns: dict[str, Any] = {}
         self._includes: dict[tuple[str, ...], list[Path]] = {}
+        self.known_hosts = KnownHostsCache()
         self._existed = os.path.lexists(path)
 
     # -- the files ---------------------------------------------------------------------------
