@@ -4,7 +4,14 @@ A scripted LLM on loopback answers every request at once with `[CMD] true`; kosm
 session with a real transcript (fsync per event). Each step's time is measured from one LLM
 request to the next, and split into the LLM round trip, the command and the rest (kosmos).
 
+With `--process`, whole processes instead, side by side in one run (alternating, medians of
+`--repeat`): `kosmos run` of an N-step skill on `local`, and over SSH to a loopback sshd (as
+root: it starts one, as the tests do), each against a floor built from the same libraries in
+one process: httpx to the same scripted LLM, then the command by an asyncio subprocess
+(locally) or an asyncssh connection (over SSH), with the same conversation, nothing else.
+
     python benchmarks/step_overhead.py [--steps 200]
+    python benchmarks/step_overhead.py --process [--steps 20] [--repeat 7]
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,10 +92,139 @@ def ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:8.2f}"
 
 
+# The floor: one process, the same requests to the same LLM, the commands and nothing else.
+FLOOR = r"""
+import asyncio, sys, httpx
+url, steps, where = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+async def main():
+    messages = [{"role": "system", "content": "floor"}, {"role": "user", "content": "go"}]
+    run = None
+    if where != "local":
+        import asyncssh
+        host, port, user, key, known = where.split(",")
+        conn = await asyncssh.connect(host, int(port), username=user, client_keys=[key],
+                                      known_hosts=known, config=[])
+        async def run(command):
+            return (await conn.run(command)).stdout
+    else:
+        async def run(command):
+            proc = await asyncio.create_subprocess_exec(
+                "sh", "-c", command, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            return (await proc.communicate())[0].decode()
+    async with httpx.AsyncClient(timeout=30) as client:
+        for step in range(steps + 1):
+            body = {"model": "m", "messages": messages}
+            reply = (await client.post(url + "/chat/completions", json=body)).json()
+            text = reply["choices"][0]["message"]["content"]
+            messages.append({"role": "assistant", "content": text})
+            if not text.startswith("[CMD]"):
+                break
+            output = await run(text[6:])
+            messages.append({"role": "user", "content": "Command output:\n" + output})
+    if where != "local":
+        conn.close()
+
+asyncio.run(main())
+"""
+
+
+def _steps_llm(steps: int) -> ScriptedLLM:
+    """A scripted LLM that answers by the conversation's length: N commands, then [DONE]."""
+    llm = ScriptedLLM()
+
+    def reply(record) -> str:  # noqa: ANN001 - tests.llmserver.Recorded
+        users = sum(1 for m in record.messages if m["role"] == "user")
+        return f"[CMD] {COMMAND}" if users <= steps else "[DONE] ok"
+
+    llm.default = reply
+    return llm.start()
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    t = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(argv[:6])}... failed: {done.stderr.decode()[-1500:]}")
+    return time.perf_counter() - t
+
+
+def processes(steps: int, repeat: int) -> None:
+    import os
+
+    from tests.sshd import start_sshd, write_client_home
+
+    llm = _steps_llm(steps)
+    tmp = Path(tempfile.mkdtemp(prefix="kosmos-steps-"))
+    skills = tmp / "skills" / "steps"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("---\nname: steps\ndescription: d\n---\nRun.\n")
+    home = tmp / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "AI_KOSMOS_MODEL_BASE_URL": llm.base_url,
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("SSH_AUTH_SOCK", None)
+    sshd = None
+    try:
+        sshd = start_sshd("steps")
+        ssh = write_client_home(home, sshd)
+        where = f"127.0.0.1,{sshd.port},{sshd.user},{ssh / 'id_ed25519'},{ssh / 'known_hosts'}"
+    except Exception as e:  # noqa: BLE001 - no sshd here: time the local run only
+        print(f"(no SSH: {e})")
+        where = ""
+    kosmos_run = [
+        sys.executable,
+        "-m",
+        "kosmos",
+        "run",
+        "steps",
+        "--skills-dir",
+        str(skills.parent),
+    ]
+    kosmos_run += ["--non-interactive", "--yes", "--max-steps", str(steps + 5)]
+    runs = {
+        "floor, local (httpx + asyncio subprocess)": [
+            sys.executable, "-c", FLOOR, llm.base_url, str(steps), "local"
+        ],
+        "kosmos run --host local": [*kosmos_run, "--host", "local"],
+    }  # fmt: skip
+    if where:
+        runs["floor, SSH (httpx + asyncssh)"] = [
+            sys.executable, "-c", FLOOR, llm.base_url, str(steps), where
+        ]  # fmt: skip
+        runs["kosmos run --host box (SSH)"] = [*kosmos_run, "--host", "box"]
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    try:
+        for _ in range(repeat):
+            for name, argv in runs.items():
+                times[name].append(_timed(argv, env, tmp))
+    finally:
+        llm.stop()
+        if sshd is not None:
+            sshd.stop()
+    print(f"{steps}-step skill (`{COMMAND}` each step), whole processes, median of {repeat}")
+    names = list(runs)
+    for floor, mine in zip(names[::2], names[1::2], strict=True):
+        f, k = statistics.median(times[floor]), statistics.median(times[mine])
+        print(f"  {floor:44} {f * 1000:8.0f} ms")
+        print(f"  {mine:44} {k * 1000:8.0f} ms  ({k / f:.2f}x the floor)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int)
+    parser.add_argument("--process", action="store_true", help="time whole processes")
+    parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
+    if args.process:
+        processes(args.steps or 20, args.repeat)
+        return
+    args.steps = args.steps or 200
     llm = ScriptedLLM().start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
