@@ -14,10 +14,11 @@ from typing import Literal
 
 from kosmos.engine import history
 from kosmos.engine.approval import ApprovalGate, Policy
+from kosmos.engine.commands import CommandStep
 from kosmos.engine.envelope import app_command, target_os
-from kosmos.engine.guard import LineRedactor, neutralise, redact_event, redact_message
+from kosmos.engine.guard import neutralise, redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
-from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES, omitted_bytes, output_for_llm
+from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
 from kosmos.engine.resume import Resumed
@@ -26,7 +27,6 @@ from kosmos.errors import (
     EXIT_DONE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
-    HostError,
     InputNeeded,
     KosmosError,
     LLMError,
@@ -35,9 +35,7 @@ from kosmos.errors import (
 )
 from kosmos.events import (
     Answer,
-    CommandFinished,
     CommandOutput,
-    CommandStarted,
     Directive,
     Emit,
     Event,
@@ -52,7 +50,7 @@ from kosmos.events import (
     RunStarted,
 )
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
-from kosmos.hosts.runner import CommandResult, FileUnreadable, Runner
+from kosmos.hosts.runner import FileUnreadable, Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -130,10 +128,8 @@ class Session:
         self.step = 0  # the step the next message to the LLM is for ([Step N of M])
         self.reached = 0  # the last step the run got to: what RunFinished.steps reports
         self.state: State = "idle"
-        self.commands_run = 0
         self.result: RunFinished | None = None
         self._sent_upto = 0
-        self._stop: asyncio.Event | None = None
         self._started = 0.0
         self._knowledge: str | None = None
         self._os: str | None = None
@@ -159,6 +155,16 @@ class Session:
             prompts,
             non_interactive=self.options.non_interactive,
         )
+        self.commands = CommandStep(
+            runner=runner,
+            gate=lambda: self.gate,
+            sudo=self.sudo,
+            operator=operator,
+            redactor=self.redactor,
+            prompts=prompts,
+            emit=self.emit,
+            command_timeout=self.options.command_timeout,
+        )
         self._pending: Resumed | None = None
         self.replay_of: str | None = None
 
@@ -166,14 +172,16 @@ class Session:
 
     def stop_command(self) -> bool:
         """Stop the command that is running now (its whole process tree); False if none is."""
-        if self._stop is None or self._stop.is_set():
+        stop = self.commands.stop
+        if stop is None or stop.is_set():
             return False
-        self._stop.set()
+        stop.set()
         return True
 
     @property
     def command_running(self) -> bool:
-        return self._stop is not None and not self._stop.is_set()
+        stop = self.commands.stop
+        return stop is not None and not stop.is_set()
 
     async def run(self, resume: Resumed | None = None) -> RunFinished:
         """Run the skill to its end and return the final result (also emitted as an event).
@@ -390,79 +398,20 @@ class Session:
         return reply
 
     async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
-        decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
-        command = decision.command
-        self.emit(decision.event(step, parsed.text))
-        if decision.action == "refused":
-            return self.prompts["SKILL_COMMAND_REFUSED"].format(
-                reason=decision.reason, step=self.step, max_steps=self.options.max_steps
-            )
-        if decision.action == "skip":
-            return self.prompts.skipped(self.step, self.options.max_steps)
-        if command != parsed.text:
+        def edited(command: str) -> None:
             # The LLM sees the command that really ran as its own proposal.
             self.messages.pop()
             self._keep(self.protocol.assistant_message(self._turn, command))
-        prepared = await self.sudo.prepare(command)
-        if prepared.declined:
-            return self.prompts["SKILL_SUDO_DECLINED"].format(
-                step=self.step, max_steps=self.options.max_steps
-            )
-        self.emit(CommandStarted(step=step, command=command))
-        self._stop = asyncio.Event()
-        lines = LineRedactor(self.redactor)
 
-        def on_output(text: str) -> None:
-            shown = lines.feed(text)
-            if shown:
-                self.emit(CommandOutput(step=step, text=shown))
-
-        try:
-            while True:
-                try:
-                    result = await self.runner.run(
-                        prepared.text,
-                        timeout=self.options.command_timeout,
-                        on_output=on_output,
-                        stop=self._stop,
-                        stdin=prepared.stdin,
-                    )
-                    break
-                except HostError as e:
-                    # Raised before the command started (no connection): safe to try again.
-                    if not await self.operator.retry(e):
-                        raise
-                    self.emit(Notice(message=f"retrying the command after: {e}"))
-        finally:
-            self._stop = None
-        tail = lines.flush()
-        if tail:
-            self.emit(CommandOutput(step=step, text=tail))
-        self.commands_run += 1
-        for_llm = self.redactor(self.output_for_llm(result))
-        note = self.sudo.note(prepared, result.output.text())
-        if note:
-            for_llm = f"{for_llm}\n{note}"
-        kept = result.output.text(marker=omitted_bytes)
-        self.emit(
-            CommandFinished(
-                step=step,
-                command=command,
-                exit_code=result.exit_code,
-                duration_s=result.duration_s,
-                bytes=result.bytes,
-                timed_out=result.timed_out,
-                cancelled=result.cancelled,
-                connection_lost=result.connection_lost,
-                output=kept,
-                output_truncated=result.output.omitted > 0,
-                sent_to_llm=for_llm,
-            )
+        text, kind = await self.commands.run(
+            parsed.text, step, inferred=parsed.inferred, rerun=rerun, edited=edited
         )
-        return self.prompts.command_output(for_llm, self.step, self.options.max_steps)
-
-    def output_for_llm(self, result: CommandResult) -> str:
-        return output_for_llm(result, self.prompts, command_timeout=self.options.command_timeout)
+        step_now, most = self.step, self.options.max_steps
+        if kind == "SKILL_COMMAND_REFUSED":
+            return self.prompts[kind].format(reason=text, step=step_now, max_steps=most)
+        if kind is not None:
+            return self.prompts[kind].format(step=step_now, max_steps=most)
+        return self.prompts.command_output(text, step_now, most)
 
     async def _ask(self, parsed: Parsed, step: int) -> str:
         answer = await self.operator.answer(
@@ -500,7 +449,7 @@ class Session:
             message=message,
             exit_code=exit_code,
             duration_s=time.monotonic() - self._started,
-            commands_run=self.commands_run,
+            commands_run=self.commands.count,
             transcript=self.transcript,
         )
         self.result = result
