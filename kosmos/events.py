@@ -40,6 +40,8 @@ class RunStarted(Event):
     # A resumed run names the transcript it continues; a replay, the recording it plays.
     resumed_from: str | None = None
     replay_of: str | None = None
+    # The target's OS as kosmos detected it (Linux, macOS, FreeBSD, Windows); None if unknown.
+    os: str | None = None
 
 
 class KnowledgeLoaded(Event):

@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from kosmos.engine import history
+from kosmos.engine import context, history
 from kosmos.engine.approval import ApprovalGate, Policy
 from kosmos.engine.commands import CommandStep
-from kosmos.engine.envelope import app_command, target_os
-from kosmos.engine.guard import neutralise, redact_event, redact_message
+from kosmos.engine.envelope import app_command
+from kosmos.engine.guard import redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import Parsed
@@ -40,7 +40,6 @@ from kosmos.events import (
     Emit,
     Event,
     FormatError,
-    KnowledgeLoaded,
     LLMReply,
     LLMRequest,
     LLMRetry,
@@ -49,8 +48,7 @@ from kosmos.events import (
     RunFinished,
     RunStarted,
 )
-from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
-from kosmos.hosts.runner import FileUnreadable, Runner
+from kosmos.hosts.runner import Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -132,7 +130,9 @@ class Session:
         self._sent_upto = 0
         self._started = 0.0
         self._knowledge: str | None = None
-        self._os: str | None = None
+        # The host's `uname -s` and the OS it names; learnt once, when the run starts.
+        self._kernel: str | None = None
+        self.os_name: str | None = None
         self._turn = Turn(Reply(), None)  # the reply being acted on
         self.protocol = protocol or make_protocol(
             self.options.protocol, provider, prompts, emit=self.emit
@@ -189,6 +189,9 @@ class Session:
         `resume`: continue the conversation a transcript recorded instead of starting anew.
         """
         self._started = time.monotonic()
+        self._kernel, self.os_name = await context.detect_os(
+            self.runner, timeout=self.options.knowledge_timeout
+        )
         self.emit(
             RunStarted(
                 run_id=self.run_id,
@@ -205,6 +208,7 @@ class Session:
                 policy=self.options.policy,
                 resumed_from=resume.source if resume else None,
                 replay_of=self.replay_of,
+                os=self.os_name,
             )
         )
         try:
@@ -249,22 +253,12 @@ class Session:
         self.emit(Notice(message=resume.describe()))
 
     async def _start(self) -> None:
-        knowledge_text = None
-
-        def skipped(error: FileUnreadable) -> None:
-            self.emit(Notice(message=f"knowledge file skipped: {error}"))
-
-        try:
-            knowledge = await load_knowledge(
-                self.runner, timeout=self.options.knowledge_timeout, on_skip=skipped
-            )
-        except KnowledgeTimeout as e:
-            self.emit(Notice(message=f"knowledge file skipped: {e}"))
-            knowledge = None
-        if knowledge is not None:
-            # Knowledge is data from the host: directive-like lines in it are escaped.
-            knowledge_text = neutralise(self.redactor(knowledge.text))
-            self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge_text))
+        knowledge_text = await context.knowledge(
+            self.runner,
+            timeout=self.options.knowledge_timeout,
+            redactor=self.redactor,
+            emit=self.emit,
+        )
         self.step = 1
         self._knowledge = knowledge_text
         first = self.prompts.initial(
@@ -340,9 +334,7 @@ class Session:
 
     async def _app_command(self, parsed: Parsed) -> str:
         """The OS command an envelope action (seed 000) becomes on this host."""
-        if self._os is None:
-            self._os = await target_os(self.runner, timeout=self.options.knowledge_timeout)
-        return app_command(parsed.action or "", parsed.args, self._os)
+        return app_command(parsed.action or "", parsed.args, self._kernel or "Linux")
 
     def _next_step(self, pending: Parsed | None = None) -> None:
         if self.step + 1 > self.options.max_steps:

@@ -1,0 +1,50 @@
+"""What a run learns before step 1: the host's knowledge and OS.
+
+The knowledge goes into the system prompt (seed 001 section 3) and is announced by an event;
+the OS is recorded in `run_started`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kosmos.engine.envelope import target_os
+from kosmos.engine.guard import neutralise
+from kosmos.errors import KosmosError
+from kosmos.events import Event, KnowledgeLoaded, Notice
+from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
+from kosmos.hosts.osname import os_name
+from kosmos.hosts.runner import FileUnreadable, Runner
+from kosmos.safety import Redactor
+
+Emit = Callable[[Event], None]
+
+
+async def detect_os(runner: Runner, *, timeout: float) -> tuple[str | None, str | None]:
+    """(what `uname -s` said, the OS it names); (None, None) when the host would not say."""
+    try:
+        kernel = await target_os(runner, timeout=timeout)
+    except (KosmosError, TimeoutError, OSError):
+        return None, None
+    return kernel, os_name(kernel)
+
+
+async def knowledge(
+    runner: Runner, *, timeout: float, redactor: Redactor, emit: Emit
+) -> str | None:
+    """The host's knowledge file, redacted and fenced (it is data from the host), or None."""
+
+    def skipped(error: FileUnreadable) -> None:
+        emit(Notice(message=f"knowledge file skipped: {error}"))
+
+    try:
+        found = await load_knowledge(runner, timeout=timeout, on_skip=skipped)
+    except KnowledgeTimeout as e:
+        emit(Notice(message=f"knowledge file skipped: {e}"))
+        return None
+    if found is None:
+        return None
+    # Directive-like lines in it are escaped.
+    text = neutralise(redactor(found.text))
+    emit(KnowledgeLoaded(path=found.path, text=text))
+    return text
