@@ -253,6 +253,8 @@ class Session:
         self.emit(Notice(message=resume.describe()))
 
     async def _start(self) -> None:
+        for warning in self.skill.warnings:
+            self.emit(Notice(message=f"skill file: {warning}"))
         knowledge_text = await context.knowledge(
             self.runner,
             timeout=self.options.knowledge_timeout,

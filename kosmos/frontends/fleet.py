@@ -95,6 +95,12 @@ class FleetFrontend(RunFrontend):
         hosts = self.hosts()
         prompts = Prompts.load(settings.prompts_file)
         skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
+        # Said once for the fleet, not once per host.
+        for warning in skill.warnings:
+            self.console.say(
+                self.console.style(f"  ! skill file: {warning}", "33"), stream=self.console.err
+            )
+        skill = skill.model_copy(update={"warnings": ()})
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
         run_id = uuid.uuid4().hex

@@ -272,7 +272,8 @@ class FleetController:
         def make_session(parts: SessionParts) -> Session:
             name = parts.host.name
             session = Session(
-                spec.skill,
+                # The skill tab shows its file's warnings once; not once per host.
+                spec.skill.model_copy(update={"warnings": ()}),
                 params=spec.params,
                 runner=parts.runner,
                 provider=parts.provider,
