@@ -42,6 +42,8 @@ class RunStarted(Event):
     replay_of: str | None = None
     # The target's OS as kosmos detected it (Linux, macOS, FreeBSD, Windows); None if unknown.
     os: str | None = None
+    # --memory: the memory prompt (Target OS block, memory directives, memory index).
+    memory: bool = False
 
 
 class KnowledgeLoaded(Event):
@@ -153,7 +155,18 @@ class StructuredExchange(Event):
     model_config = ConfigDict(frozen=True, populate_by_name=True, serialize_by_alias=True)
 
 
-DirectiveKind = Literal["cmd", "ask", "message", "done"]
+DirectiveKind = Literal[
+    "cmd",
+    "ask",
+    "message",
+    "done",
+    "get_file",
+    "store",
+    "append_memory",
+    "retrieve",
+    "list_memory",
+    "delete_memory",
+]
 
 
 class Directive(Event):
@@ -170,6 +183,8 @@ class Directive(Event):
     said: str = ""
     # A built-in action of the JSON envelope (`open_app` / `close_app`) behind a command.
     action: str | None = None
+    # [STORE] / [APPEND_MEMORY]: the note's text as the LLM gave it (`text` is the name).
+    content: str = ""
 
 
 class FormatError(Event):
@@ -231,6 +246,41 @@ class CommandFinished(Event):
     sent_to_llm: str
 
 
+ActionStatus = Literal["done", "error", "skipped", "refused"]
+
+
+class FileRead(Event):
+    """[GET-FILE]: a file's text read from the target for the LLM (or why it was not)."""
+
+    type: Literal["file_read"] = "file_read"
+    step: int
+    path: str
+    status: ActionStatus
+    by: Literal["operator", "policy", "replay"] = "policy"
+    bytes: int = 0
+    reason: str = ""
+    sent_to_llm: str
+
+
+MemoryVerb = Literal["store", "append", "retrieve", "list", "delete"]
+
+
+class MemoryAction(Event):
+    """A memory directive carried out on the controller's memory folder (or refused)."""
+
+    type: Literal["memory"] = "memory"
+    step: int
+    action: MemoryVerb
+    name: str = ""
+    status: ActionStatus
+    by: Literal["operator", "policy", "replay"] = "policy"
+    # store / append: the text written (redacted); bytes: the note's size after the action.
+    content: str = ""
+    bytes: int = 0
+    reason: str = ""
+    sent_to_llm: str
+
+
 class Answer(Event):
     type: Literal["answer"] = "answer"
     step: int
@@ -282,6 +332,8 @@ AnyEvent = Annotated[
     | CommandStarted
     | CommandOutput
     | CommandFinished
+    | FileRead
+    | MemoryAction
     | Answer
     | RunFinished,
     Field(discriminator="type"),

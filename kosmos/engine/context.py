@@ -1,7 +1,7 @@
-"""What a run learns before step 1: the host's knowledge and OS.
+"""What a run learns before step 1: the host's knowledge and OS, and the memory.
 
-The knowledge goes into the system prompt (seed 001 section 3) and is announced by an event;
-the OS is recorded in `run_started`.
+Each part goes into the system prompt (seed 001 section 3; --memory adds the Target OS block
+and the memory index) and is announced by an event.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from kosmos.events import Event, KnowledgeLoaded, Notice
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.osname import os_name
 from kosmos.hosts.runner import FileUnreadable, Runner
+from kosmos.memory import MemoryRefused, MemoryStore, index_text
+from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 
 Emit = Callable[[Event], None]
@@ -48,3 +50,15 @@ async def knowledge(
     text = neutralise(redactor(found.text))
     emit(KnowledgeLoaded(path=found.path, text=text))
     return text
+
+
+async def memory_index(
+    memory: MemoryStore, prompts: Prompts, redactor: Redactor, emit: Emit
+) -> str:
+    """The Current Memory Index: each note's name and first line."""
+    try:
+        notes = await memory.index()
+    except MemoryRefused as e:
+        emit(Notice(message=f"memory index left empty: {e}"))
+        notes = []
+    return redactor(neutralise(index_text(notes, prompts["SKILL_MEMORY_INDEX_EMPTY"])))

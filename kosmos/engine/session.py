@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Literal
 
 from kosmos.engine import context, history
+from kosmos.engine.actions import Actions
 from kosmos.engine.approval import ApprovalGate, Policy
 from kosmos.engine.commands import CommandStep
 from kosmos.engine.envelope import app_command
 from kosmos.engine.guard import redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
-from kosmos.engine.parser import Parsed
+from kosmos.engine.parser import ACTION_TAGS, Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
 from kosmos.engine.resume import Resumed
 from kosmos.engine.sudo import SudoHelper
@@ -50,7 +51,8 @@ from kosmos.events import (
 )
 from kosmos.hosts.runner import Runner
 from kosmos.llm.provider import Provider, Reply
-from kosmos.prompts import Prompts
+from kosmos.memory import DEFAULT_FOLDER, MemoryStore
+from kosmos.prompts import Prompts, SystemParts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
@@ -86,6 +88,10 @@ class SessionOptions:
     # Approval (engine/approval.py): ask | read-only | auto; dangerous commands headless.
     policy: Policy = "ask"
     allow_dangerous: bool = False
+    # --memory: the memory prompt (Target OS block, the memory directives, the index).
+    memory: bool = False
+    # Where memory notes live; kosmos-panel's ./.kosmos-panel/memory when not given.
+    memory_dir: Path | None = None
 
 
 def _preview(text: str, limit: int = 200) -> str:
@@ -129,13 +135,14 @@ class Session:
         self.result: RunFinished | None = None
         self._sent_upto = 0
         self._started = 0.0
-        self._knowledge: str | None = None
+        # What the system prompt is built from; `_start` fills it in.
+        self._parts = SystemParts(skill.name, skill.body)
         # The host's `uname -s` and the OS it names; learnt once, when the run starts.
         self._kernel: str | None = None
         self.os_name: str | None = None
         self._turn = Turn(Reply(), None)  # the reply being acted on
         self.protocol = protocol or make_protocol(
-            self.options.protocol, provider, prompts, emit=self.emit
+            self.options.protocol, provider, prompts, emit=self.emit, memory=self.options.memory
         )
         # Everything leaving the engine (events, messages for the LLM) passes through it.
         self.redactor = redactor or Redactor()
@@ -164,6 +171,17 @@ class Session:
             prompts=prompts,
             emit=self.emit,
             command_timeout=self.options.command_timeout,
+        )
+        self.memory = MemoryStore(self.options.memory_dir or DEFAULT_FOLDER)
+        self.actions = Actions(
+            runner=runner,
+            gate=lambda: self.gate,
+            operator=operator,
+            memory=self.memory,
+            redactor=self.redactor,
+            prompts=prompts,
+            emit=self.emit,
+            read_timeout=self.options.command_timeout,
         )
         self._pending: Resumed | None = None
         self.replay_of: str | None = None
@@ -209,9 +227,11 @@ class Session:
                 resumed_from=resume.source if resume else None,
                 replay_of=self.replay_of,
                 os=self.os_name,
+                memory=self.options.memory,
             )
         )
         try:
+            self._parts = SystemParts(self.skill.name, self.skill.body, target_os=self.os_name)
             if resume is None:
                 await self._start()
             else:
@@ -255,14 +275,17 @@ class Session:
     async def _start(self) -> None:
         for warning in self.skill.warnings:
             self.emit(Notice(message=f"skill file: {warning}"))
-        knowledge_text = await context.knowledge(
+        found = await context.knowledge(
             self.runner,
             timeout=self.options.knowledge_timeout,
             redactor=self.redactor,
             emit=self.emit,
         )
+        index = None
+        if self.options.memory:
+            index = await context.memory_index(self.memory, self.prompts, self.redactor, self.emit)
+        self._parts = replace(self._parts, knowledge=found, memory_index=index)
         self.step = 1
-        self._knowledge = knowledge_text
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
@@ -312,6 +335,7 @@ class Session:
                     inferred=parsed.inferred,
                     said=turn.said,
                     action=parsed.action,
+                    content=parsed.content,
                 )
             )
             self._turn = turn
@@ -326,12 +350,15 @@ class Session:
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
+            elif parsed.kind in ACTION_TAGS:
+                result = await self.actions.act(parsed, step)
+                content = self.prompts.action_result(result, self.step, self.options.max_steps)
             else:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
             self._keep(self.protocol.result_message(turn, content))
 
     def _system(self) -> Message:
-        text = self.protocol.system_prompt(self.skill.name, self.skill.body, self._knowledge)
+        text = self.protocol.system_prompt(self._parts)
         return Message(role="system", content=self.redactor(text))
 
     async def _app_command(self, parsed: Parsed) -> str:
@@ -346,6 +373,8 @@ class Session:
                 left = f"; its last command was not run ({_preview(pending.text)})"
             elif pending is not None and pending.kind == "ask":
                 left = "; its last question was not asked"
+            elif pending is not None and pending.kind in ACTION_TAGS:
+                left = f"; its last {ACTION_TAGS[pending.kind]} was not carried out"
             raise StepLimitReached(
                 f"reached the step limit ({self.options.max_steps} steps) before the skill "
                 f"finished{left}; raise it with --max-steps"

@@ -128,6 +128,8 @@ class FleetFrontend(RunFrontend):
             allow_dangerous=req.allow_dangerous,
             # --protocol > the skill's frontmatter > the config file > tags.
             protocol=req.protocol or skill.protocol or settings.protocol,
+            memory=settings.memory,
+            memory_dir=settings.memory_dir,
         )
 
         def on_event(event: Event) -> None:

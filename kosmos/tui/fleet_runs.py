@@ -234,6 +234,8 @@ class FleetController:
             history_max=skill.history_max,
             policy=policy,
             protocol=skill.protocol or settings.protocol,
+            memory=settings.memory,
+            memory_dir=settings.memory_dir,
         )
 
     def _runner(self, spec: HostSpec) -> Runner:
