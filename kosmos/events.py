@@ -249,6 +249,18 @@ class CommandFinished(Event):
 ActionStatus = Literal["done", "error", "skipped", "refused"]
 
 
+class SkillFolderReady(Event):
+    """The files beside SKILL.md are on the target: `base` is their folder there."""
+
+    type: Literal["skill_folder"] = "skill_folder"
+    base: str
+    files: list[str]
+    bytes: int
+    # `local`: the skill's own folder; `uploaded` or `reused` over SFTP; `remote`: a skill kept
+    # on the host uses its own folder there.
+    how: Literal["local", "uploaded", "reused", "remote"]
+
+
 class FileRead(Event):
     """[GET-FILE]: a file's text read from the target for the LLM (or why it was not)."""
 
@@ -332,6 +344,7 @@ AnyEvent = Annotated[
     | CommandStarted
     | CommandOutput
     | CommandFinished
+    | SkillFolderReady
     | FileRead
     | MemoryAction
     | Answer

@@ -127,6 +127,11 @@ class Prompts:
             return self[key]
         return self["SKILL_TARGET_OS_OTHER"].format(os=os_name or "unknown (assume POSIX)")
 
+    def skill_folder(self, base: str, files: list[str]) -> str:
+        """What ends the Active Skill block of a skill with files beside its SKILL.md."""
+        listed = "\n".join(self["SKILL_FOLDER_FILE"].format(path=f) for f in files)
+        return self["SKILL_FOLDER"].format(base=base, files=listed)
+
     # seed 001 section 4.1
     def initial(
         self,

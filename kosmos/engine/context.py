@@ -1,4 +1,4 @@
-"""What a run learns before step 1: the host's knowledge and OS, and the memory.
+"""What a run learns before step 1: the host's knowledge and OS, the skill's folder, the memory.
 
 Each part goes into the system prompt (seed 001 section 3; --memory adds the Target OS block
 and the memory index) and is announced by an event.
@@ -11,13 +11,15 @@ from collections.abc import Callable
 from kosmos.engine.envelope import target_os
 from kosmos.engine.guard import neutralise
 from kosmos.errors import KosmosError
-from kosmos.events import Event, KnowledgeLoaded, Notice
+from kosmos.events import Event, KnowledgeLoaded, Notice, SkillFolderReady
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
 from kosmos.hosts.osname import os_name
 from kosmos.hosts.runner import FileUnreadable, Runner
 from kosmos.memory import MemoryRefused, MemoryStore, index_text
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
+from kosmos.skills.folder import place_folder
+from kosmos.skills.model import Skill
 
 Emit = Callable[[Event], None]
 
@@ -50,6 +52,23 @@ async def knowledge(
     text = neutralise(redactor(found.text))
     emit(KnowledgeLoaded(path=found.path, text=text))
     return text
+
+
+async def skill_body(
+    skill: Skill, runner: Runner, prompts: Prompts, *, timeout: float, emit: Emit
+) -> str:
+    """The skill's text for the Active Skill block; a skill with files beside its SKILL.md
+    gets them on the target first, and its block ends with their base directory."""
+    placed = await place_folder(skill, runner, timeout=timeout)
+    if placed is None:
+        return skill.body
+    emit(
+        SkillFolderReady(
+            base=placed.base, files=list(placed.files), bytes=placed.size, how=placed.how
+        )
+    )
+    folder = prompts.skill_folder(placed.base, list(placed.files))
+    return f"{skill.body}\n\n{folder}"
 
 
 async def memory_index(

@@ -231,7 +231,14 @@ class Session:
             )
         )
         try:
-            self._parts = SystemParts(self.skill.name, self.skill.body, target_os=self.os_name)
+            body = await context.skill_body(
+                self.skill,
+                self.runner,
+                self.prompts,
+                timeout=self.options.command_timeout,
+                emit=self.emit,
+            )
+            self._parts = SystemParts(self.skill.name, body, target_os=self.os_name)
             if resume is None:
                 await self._start()
             else:

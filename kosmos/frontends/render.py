@@ -26,6 +26,7 @@ from kosmos.events import (
     Notice,
     RunFinished,
     RunStarted,
+    SkillFolderReady,
 )
 from kosmos.frontends.console import Console
 
@@ -65,6 +66,12 @@ class TextRenderer:
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
                 c.say(c.style(f"  knowledge: {event.path} ({len(event.text)} chars)", "2"))
+            case SkillFolderReady():
+                how = {"local": "", "remote": " (kept on the host)"}.get(
+                    event.how, f" ({event.how})"
+                )
+                files = _count(len(event.files), "file")
+                c.say(c.style(f"  skill files: {files} in {event.base}{how}", "2"))
             case FileRead() | MemoryAction():
                 self._action(event)
             case LLMRequest():

@@ -29,6 +29,7 @@ from kosmos.events import (
     ParamsUpdate,
     RunFinished,
     RunStarted,
+    SkillFolderReady,
 )
 from kosmos.tui.messages import (
     ApprovalNeeded,
@@ -197,6 +198,9 @@ class RunView(VerticalScroll):
         elif isinstance(event, KnowledgeLoaded):
             self.knowledge = event
             await self._put(Note(f"System Context loaded from {event.path} (ctrl+o shows it)"))
+        elif isinstance(event, SkillFolderReady):
+            files = f"{len(event.files)} file{'s' if len(event.files) != 1 else ''}"
+            await self._put(Note(f"skill files: {files} in {event.base} ({event.how})"))
         elif isinstance(event, FileRead | MemoryAction):
             step = self.action_steps.get(event.step)
             if step is not None:
