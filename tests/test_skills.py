@@ -32,6 +32,8 @@ BUNDLED = (
     "log-errors",
     "port-check",
     "git-quick-commit",
+    "host-notes",
+    "quick-health",
 )
 
 
