@@ -182,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--transcript", type=Path, metavar="PATH", help="where to append the JSONL transcript"
     )
+    run.add_argument(
+        "--memory",
+        action="store_true",
+        default=None,
+        help="give the LLM kosmos-panel's memory prompt: the target OS, the memory directives "
+        "and the notes in memory_dir (config: memory: true)",
+    )
     _skills_dir_flag(run)
     rec = run.add_argument_group("recovery")
     rec.add_argument(
@@ -333,6 +340,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "base_url": getattr(args, "base_url", None),
         "model": getattr(args, "model", None),
         "protocol": getattr(args, "protocol", None),
+        "memory": getattr(args, "memory", None),
     }
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kosmos.chat.settings import ChatSettings
 from kosmos.errors import ConfigError
+from kosmos.memory import DEFAULT_FOLDER
 
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
 DEFAULT_MODEL = "CHEAP"
@@ -92,6 +93,10 @@ class Settings(BaseModel):
     prompts_file: Path | None = None
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
     chat: ChatSettings = ChatSettings()
+    # --memory: the memory prompt. Notes live in memory_dir (relative: to the working
+    # directory; kosmos-panel's ./.kosmos-panel/memory when unset).
+    memory: bool = False
+    memory_dir: Path | None = None
 
     def chat_url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
@@ -148,6 +153,8 @@ ALLOWED = {
     "prompts_file": "a JSON file of prompt texts",
     "hosts": "a mapping of host name to settings (policy: ask, read-only or auto)",
     "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
+    "memory": "true or false: the memory prompt (Target OS block, memory notes) in every run",
+    "memory_dir": "a directory for the memory notes (default ./.kosmos-panel/memory)",
 }
 
 
@@ -284,4 +291,5 @@ def load_settings(
         raise _explain(e, "settings") from e
     if settings.transcript_dir is None:
         settings = settings.model_copy(update={"transcript_dir": state_dir(env, home) / "runs"})
-    return settings
+    memory_dir = (settings.memory_dir or DEFAULT_FOLDER).expanduser()
+    return settings.model_copy(update={"memory_dir": cwd / memory_dir})

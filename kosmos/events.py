@@ -40,6 +40,10 @@ class RunStarted(Event):
     # A resumed run names the transcript it continues; a replay, the recording it plays.
     resumed_from: str | None = None
     replay_of: str | None = None
+    # The target's OS as kosmos detected it (Linux, macOS, FreeBSD, Windows); None if unknown.
+    os: str | None = None
+    # --memory: the memory prompt (Target OS block, memory directives, memory index).
+    memory: bool = False
 
 
 class KnowledgeLoaded(Event):
@@ -151,7 +155,18 @@ class StructuredExchange(Event):
     model_config = ConfigDict(frozen=True, populate_by_name=True, serialize_by_alias=True)
 
 
-DirectiveKind = Literal["cmd", "ask", "message", "done"]
+DirectiveKind = Literal[
+    "cmd",
+    "ask",
+    "message",
+    "done",
+    "get_file",
+    "store",
+    "append_memory",
+    "retrieve",
+    "list_memory",
+    "delete_memory",
+]
 
 
 class Directive(Event):
@@ -168,6 +183,8 @@ class Directive(Event):
     said: str = ""
     # A built-in action of the JSON envelope (`open_app` / `close_app`) behind a command.
     action: str | None = None
+    # [STORE] / [APPEND_MEMORY]: the note's text as the LLM gave it (`text` is the name).
+    content: str = ""
 
 
 class FormatError(Event):
@@ -229,6 +246,53 @@ class CommandFinished(Event):
     sent_to_llm: str
 
 
+ActionStatus = Literal["done", "error", "skipped", "refused"]
+
+
+class SkillFolderReady(Event):
+    """The files beside SKILL.md are on the target: `base` is their folder there."""
+
+    type: Literal["skill_folder"] = "skill_folder"
+    base: str
+    files: list[str]
+    bytes: int
+    # `local`: the skill's own folder; `uploaded` or `reused` over SFTP; `remote`: a skill kept
+    # on the host uses its own folder there.
+    how: Literal["local", "uploaded", "reused", "remote"]
+
+
+class FileRead(Event):
+    """[GET-FILE]: a file's text read from the target for the LLM (or why it was not)."""
+
+    type: Literal["file_read"] = "file_read"
+    step: int
+    path: str
+    status: ActionStatus
+    by: Literal["operator", "policy", "replay"] = "policy"
+    bytes: int = 0
+    reason: str = ""
+    sent_to_llm: str
+
+
+MemoryVerb = Literal["store", "append", "retrieve", "list", "delete"]
+
+
+class MemoryAction(Event):
+    """A memory directive carried out on the controller's memory folder (or refused)."""
+
+    type: Literal["memory"] = "memory"
+    step: int
+    action: MemoryVerb
+    name: str = ""
+    status: ActionStatus
+    by: Literal["operator", "policy", "replay"] = "policy"
+    # store / append: the text written (redacted); bytes: the note's size after the action.
+    content: str = ""
+    bytes: int = 0
+    reason: str = ""
+    sent_to_llm: str
+
+
 class Answer(Event):
     type: Literal["answer"] = "answer"
     step: int
@@ -280,6 +344,9 @@ AnyEvent = Annotated[
     | CommandStarted
     | CommandOutput
     | CommandFinished
+    | SkillFolderReady
+    | FileRead
+    | MemoryAction
     | Answer
     | RunFinished,
     Field(discriminator="type"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from kosmos.errors import ConfigError
@@ -30,6 +31,30 @@ REQUIRED_KEYS = (
     "SKILL_OUTPUT_OMITTED",
     "SKILL_FORMAT_CORRECTION",
 )
+
+
+# The Target OS block of the memory prompt, per OS; any other OS gets the POSIX one by name.
+TARGET_OS_KEYS = {
+    "Linux": "SKILL_TARGET_OS_LINUX",
+    "macOS": "SKILL_TARGET_OS_MACOS",
+    "FreeBSD": "SKILL_TARGET_OS_FREEBSD",
+    "Windows": "SKILL_TARGET_OS_WINDOWS",
+}
+
+
+@dataclass(frozen=True)
+class SystemParts:
+    """What the system prompt is built from.
+
+    `memory_index` set (--memory): the memory prompt, opened by the Target OS block of
+    `target_os` and closed by the Current Memory Index; None: seed 001's prompt, word for word.
+    """
+
+    skill_name: str
+    skill_body: str
+    knowledge: str | None = None
+    target_os: str | None = None
+    memory_index: str | None = None
 
 
 def _read(path: Path) -> dict[str, str]:
@@ -73,20 +98,39 @@ class Prompts:
     # seed 001 section 3: base prompt, optional System Context, Active Skill, in that order.
     def system(
         self,
-        skill_name: str,
-        skill_body: str,
-        knowledge: str | None,
+        parts: SystemParts,
         *,
         base: str = "SKILL_SYSTEM_PROMPT_WITH_ASK",
+        memory_base: str = "SKILL_SYSTEM_PROMPT_MEMORY",
     ) -> str:
-        # `base`: the tags protocol's seed prompt, or the json / tools protocol's own.
-        parts = [self[base]]
-        if knowledge and knowledge.strip():
-            parts.append(self["SKILL_SYSTEM_CONTEXT"].format(knowledge=knowledge.strip()))
-        parts.append(
-            self["SKILL_ACTIVE_SKILL"].format(skill_name=skill_name, skill_body=skill_body)
+        """`base`: the tags protocol's seed prompt, or the json / tools protocol's own;
+        `memory_base`: what replaces it with --memory (kosmos's memory prompt)."""
+        memory = parts.memory_index is not None
+        head = self[base]
+        if memory:
+            head = f"{self.target_os_block(parts.target_os)}\n\n{self[memory_base]}"
+        blocks = [head]
+        if parts.knowledge and parts.knowledge.strip():
+            blocks.append(self["SKILL_SYSTEM_CONTEXT"].format(knowledge=parts.knowledge.strip()))
+        blocks.append(
+            self["SKILL_ACTIVE_SKILL"].format(
+                skill_name=parts.skill_name, skill_body=parts.skill_body
+            )
         )
-        return self["SKILL_SYSTEM_PART_SEPARATOR"].join(parts)
+        if memory:
+            blocks.append(self["SKILL_MEMORY_INDEX_BLOCK"].format(index=parts.memory_index))
+        return self["SKILL_SYSTEM_PART_SEPARATOR"].join(blocks)
+
+    def target_os_block(self, os_name: str | None) -> str:
+        key = TARGET_OS_KEYS.get(os_name or "")
+        if key is not None:
+            return self[key]
+        return self["SKILL_TARGET_OS_OTHER"].format(os=os_name or "unknown (assume POSIX)")
+
+    def skill_folder(self, base: str, files: list[str]) -> str:
+        """What ends the Active Skill block of a skill with files beside its SKILL.md."""
+        listed = "\n".join(self["SKILL_FOLDER_FILE"].format(path=f) for f in files)
+        return self["SKILL_FOLDER"].format(base=base, files=listed)
 
     # seed 001 section 4.1
     def initial(
@@ -123,6 +167,10 @@ class Prompts:
 
     def continue_after_message(self, step: int, max_steps: int) -> str:
         return self["SKILL_CONTINUE_AFTER_MESSAGE"].format(step=step, max_steps=max_steps)
+
+    def action_result(self, result: str, step: int, max_steps: int) -> str:
+        """A [GET-FILE] or memory result (`File content:`, `Memory error:`...) and the step."""
+        return self["SKILL_ACTION_RESULT"].format(result=result, step=step, max_steps=max_steps)
 
     def format_correction(self, step: int, max_steps: int) -> str:
         return self["SKILL_FORMAT_CORRECTION"].format(step=step, max_steps=max_steps)

@@ -23,7 +23,9 @@ from kosmos.transcript import Transcript
 def make_skill(
     body: str = "## What I do\nCheck things.", name: str = "probe", **front: object
 ) -> Skill:
-    lines = [f"name: {name}", "description: a test skill"]
+    lines = [f"name: {name}"]
+    if "description" not in front:
+        lines.append("description: a test skill")
     lines += [f"{k}: {v}" for k, v in front.items()]
     text = "---\n" + "\n".join(lines) + "\n---\n" + body + "\n"
     return parse_skill(text, path=f"/skills/{name}/SKILL.md", fallback_name=name, source="test")

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from kosmos.resources import bundled_skills_dir
 from tests.conftest import run_cli
-from tests.llmserver import ScriptedLLM
+from tests.llmserver import Recorded, ScriptedLLM
 
 
 def run_skill(
@@ -164,3 +166,61 @@ def test_git_quick_commit(llm: ScriptedLLM, cli_env: dict, tmp_path: Path, chang
     else:
         assert outputs[0] == "Command output:\n(no output)\n\n[Step 2 of 100]"
         assert log == ""
+
+
+def test_host_notes_keeps_a_note_and_reads_it_back_next_time(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    host = socket.gethostname()
+    note = "MEMORY_host_" + "".join(c if c.isalnum() else "_" for c in host.lower()) + ".md"
+    llm.script(
+        "[CMD] hostname",
+        "[CMD] uname -srm; grep -E '^PRETTY_NAME=' /etc/os-release 2>/dev/null",
+        "[CMD] df -hP -x tmpfs -x devtmpfs -x squashfs 2>/dev/null || df -hP",
+        f"[STORE] {note}\n{host}: Linux, 2 CPUs\nkernel: seen",
+        "[DONE] first visit",
+    )
+    result, outputs = run_skill(llm, cli_env, tmp_path, "host-notes", "--memory")
+    assert result["status"] == "done"
+    system = llm.requests[0].system
+    assert system.startswith("--- Target OS: Linux ---")
+    assert "--- Active Skill: host-notes ---" in system
+    assert system.endswith("--- Current Memory Index ---\n(no notes yet)")
+    assert outputs[0].startswith(f"Command output:\n{host}")
+    assert "Filesystem" in outputs[2]
+    assert outputs[3] == f"Memory stored: {note}\n\n[Step 5 of 100]"
+    stored = tmp_path / ".kosmos-panel/memory" / note
+    assert stored.read_text() == f"{host}: Linux, 2 CPUs\nkernel: seen\n"
+    # The next visit finds the note in the index and reads it.
+    llm.script("[CMD] hostname", f"[RETRIEVE] {note}", "[DONE] nothing changed")
+    result, _ = run_skill(llm, cli_env, tmp_path, "host-notes", "--memory")
+    assert result["status"] == "done"
+    second = llm.requests[-3]
+    assert second.system.endswith(f"--- Current Memory Index ---\n{note}\n{host}: Linux, 2 CPUs")
+    assert llm.requests[-1].last_user_text == (
+        f"Memory content:\n{host}: Linux, 2 CPUs\nkernel: seen\n\n[Step 3 of 100]"
+    )
+
+
+def test_quick_health_runs_the_script_it_ships(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    base = bundled_skills_dir() / "quick-health"
+
+    def reply(record: Recorded) -> str:
+        if sum(m["role"] == "user" for m in record.messages) > 1:
+            return "[DONE] OK"
+        found = re.search(r"^Base directory for this skill: (.+)$", record.system, re.M)
+        return f"[CMD] sh {found.group(1)}/scripts/health.sh 1" if found else "[DONE] no base"
+
+    llm.default = reply
+    result, outputs = run_skill(llm, cli_env, tmp_path, "quick-health", "--param", "threshold=70")
+    assert result["status"] == "done"
+    system = llm.requests[0].system
+    assert system.endswith(
+        f"\n\nBase directory for this skill: {base.resolve()}\n- scripts/health.sh"
+    )
+    assert "Parameters:\n- threshold: 70" in llm.requests[0].messages[1]["content"]
+    for section in ("load", "memory", "disks over 1%", "failed services", "busiest processes"):
+        assert f"== {section} ==" in outputs[0]
+    assert "cpus: " in outputs[0] and "available: " in outputs[0]

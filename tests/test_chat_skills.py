@@ -115,3 +115,23 @@ async def test_a_failed_skill_is_reported_and_the_chat_goes_on(
     assert "without one of the tags" in failed
     assert en("irrelevant") in said
     assert any("ERROR    [exec] run_skill // svc-check: failed: " in x for x in chat.log_lines)
+
+
+async def test_triggers_and_a_block_description_reach_classification_and_selection(
+    llm: ScriptedLLM, services: Any, log_path: Path
+) -> None:
+    # A kosmos-panel skill: a `description: |` block over lines, and trigger phrases.
+    skill = make_skill(
+        "## What I do\nCheck a unit.",
+        name="disk-check",
+        description="|\n  Shows what fills the disk,\n  folder by folder.",
+        triggers="\n  - место на диске\n  - disk full",
+    )
+    llm.script(relevant(False))
+    settings = settings_for(llm.base_url, example_chat(services.base_url))
+    chat = await converse(settings, ["диск забит?"], log_path, skills=[skill])
+    classify = llm.requests[0].system
+    assert "- disk-check: Shows what fills the disk, folder by folder." in classify
+    assert 'asked for as: "место на диске", "disk full"' in classify
+    assert chat.agent.help_text().count("disk-check") == 1
+    assert "• disk-check: Shows what fills the disk, folder by folder" in chat.agent.help_text()

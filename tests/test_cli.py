@@ -373,6 +373,30 @@ def test_skills_list_and_show(cli_env: dict, project: Path) -> None:
     assert "name: probe" not in proc.stdout
 
 
+def test_skills_from_the_wild_list_on_one_line_each_with_one_warning(
+    cli_env: dict, project: Path
+) -> None:
+    skills = project / ".kosmos-panel/skills"
+    (skills / "block").mkdir(parents=True)
+    (skills / "block/SKILL.md").write_text(
+        "---\nname: block\ndescription: |\n  Shows what fills\n  the disk.\n---\nRun df.\n"
+    )
+    (skills / "lost").mkdir()
+    (skills / "lost/SKILL.md").write_bytes(
+        "\ufeffname: lost-opening\ndescription: Its opening line is lost\n---\nRun df.\n".encode()
+    )
+    (skills / "quote").mkdir()
+    (skills / "quote/SKILL.md").write_text('---\nname: "quoted\n---\nRun df.\n')
+    proc = run_cli(["skills", "list"], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("block ") and "Shows what fills the disk." in line for line in lines)
+    assert not any(line.startswith("the disk.") or line.strip() == "the disk." for line in lines)
+    assert any(line.startswith("lost-opening ") and "lost" in line for line in lines)
+    warnings = [line for line in proc.stderr.splitlines() if "quote/SKILL.md:2:" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: ")
+
+
 def test_skills_flags_have_help(cli_env: dict, project: Path) -> None:
     for args, host_help in [
         (["skills", "list"], "also list the skills on this host"),

@@ -232,3 +232,21 @@ def test_a_host_pinned_read_only_in_config_stays_pinned_in_a_fleet(
         if e["type"] == "command_decision"
     }
     assert decisions == {"web1": "run", "web2": "refused", "web3": "run"}
+
+
+def test_a_skill_file_warning_is_said_once_for_the_fleet(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    d = tmp_path / "skills" / "probe"
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_text('---\nname: probe\ndescription: "unclosed\n---\nCheck.\n')
+    llm.default = scripted(["[DONE] fine"])
+    r = run_cli(
+        ["run", "probe", "--skills-dir", str(tmp_path / "skills"), "-i"]
+        + [str(local_inventory(tmp_path)), "--hosts", "web", "--non-interactive", "--yes"],
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    said = (r.stdout + r.stderr).count("probe/SKILL.md:3: the frontmatter is not valid YAML")
+    assert said == 1

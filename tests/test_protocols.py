@@ -364,3 +364,95 @@ async def test_gemini_json_protocol_uses_its_response_schema(
 def test_step_actions_tolerate_what_small_models_write(raw: dict, expected: tuple) -> None:
     value = StepAction.model_validate(raw)
     assert (value.action, value.text) == expected
+
+
+async def test_json_protocol_with_memory_offers_and_carries_out_the_new_actions(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    (tmp_path / "app.conf").write_text("port = 80\n")
+    llm.script(
+        '{"action": "get_file", "text": "app.conf", "content": ""}',
+        '{"action": "store", "text": "MEMORY_app.md", "content": "app on port 80"}',
+        '{"action": "list_memory", "text": "", "content": ""}',
+        '{"action": "retrieve", "name": "MEMORY_app.md"}',
+        '{"action": "done", "text": "noted", "content": ""}',
+    )
+    run = await run_session(
+        llm.base_url,
+        options=SessionOptions(
+            protocol="json", policy="auto", memory=True, memory_dir=tmp_path / "memory"
+        ),
+        runner=local(tmp_path),
+    )
+    assert run.result.status == "done" and run.result.message == "noted"
+    first = llm.requests[0].body
+    schema = first["response_format"]["json_schema"]
+    assert schema["strict"] is True
+    assert "store" in schema["schema"]["properties"]["action"]["enum"]
+    assert "--- Target OS: Linux ---" in first["messages"][0]["content"]
+    assert PROMPTS["SKILL_SYSTEM_PROMPT_JSON_MEMORY"] in first["messages"][0]["content"]
+    users = [r.last_user_text for r in llm.requests[1:]]
+    assert users == [
+        "File content:\nport = 80\n\n[Step 2 of 100]",
+        "Memory stored: MEMORY_app.md\n\n[Step 3 of 100]",
+        "Memory index:\nMEMORY_app.md\napp on port 80\n\n[Step 4 of 100]",
+        "Memory content:\napp on port 80\n\n[Step 5 of 100]",
+    ]
+    assert llm.requests[-1].messages[4] == {
+        "role": "assistant",
+        "content": '{"action": "store", "text": "MEMORY_app.md", "content": "app on port 80"}',
+    }
+
+
+def _call(tool: str, id: str, **args: str) -> dict:
+    """`call` for tools with a `name` argument (call's own first parameter is `name`)."""
+    return {"id": id, "type": "function", "function": {"name": tool, "arguments": json.dumps(args)}}
+
+
+async def test_tools_protocol_with_memory_offers_the_memory_tools(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    (tmp_path / "app.conf").write_text("port = 80\n")
+    llm.script(
+        calls(call("get_file", id="c1", path="app.conf")),
+        calls(_call("append_memory", "c2", name="MEMORY_app.md", content="saw port 80")),
+        calls(_call("store_memory", "c3", name="MEMORY_App.md", content="x")),
+        calls(call("list_memory", id="c4")),
+        calls(call("finish", id="c5", summary="noted")),
+    )
+    run = await run_session(
+        llm.base_url,
+        options=SessionOptions(
+            protocol="tools", policy="auto", memory=True, memory_dir=tmp_path / "memory"
+        ),
+        runner=local(tmp_path),
+    )
+    assert run.result.status == "done"
+    names = [t["function"]["name"] for t in llm.requests[0].body["tools"]]
+    assert names == [
+        "run_command",
+        "ask_user",
+        "show_message",
+        "finish",
+        "get_file",
+        "store_memory",
+        "append_memory",
+        "retrieve_memory",
+        "list_memory",
+        "delete_memory",
+    ]
+    tool_results = [m for m in llm.requests[-1].messages if m["role"] == "tool"]
+    assert [m["content"].split("\n\n[Step")[0] for m in tool_results] == [
+        "File content:\nport = 80",
+        "Memory stored: MEMORY_app.md",
+        "Memory error:\n'MEMORY_App.md' is not a memory name: a name is MEMORY_ then lower-case "
+        "letters, digits and single underscores, then .md (like MEMORY_nginx_setup.md); "
+        "nothing was changed",
+        "Memory index:\nMEMORY_app.md\nsaw port 80",
+    ]
+    # Without --memory the tools stay seed 003's four.
+    llm.script(calls(call("finish", summary="ok")))
+    await run_session(
+        llm.base_url, options=SessionOptions(protocol="tools"), runner=local(tmp_path)
+    )
+    assert llm.requests[-1].body["tools"] == TOOLS_BODY

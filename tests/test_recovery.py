@@ -429,3 +429,61 @@ def test_replay_takes_the_recorded_parameters(
     assert proc.returncode == 1
     assert "replay: step 1: the message to the LLM differs" in proc.stderr
     assert "recorded '- target: disk', now '- target: cpu'" in proc.stderr
+
+
+def test_resume_after_a_memory_step_sends_its_result_and_does_not_redo_it(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[APPEND_MEMORY] MEMORY_log.md\nonce", "[DONE] ok")
+    transcript = project / "t.jsonl"
+    args = ["run", "probe", "--non-interactive", "--yes", "--transcript", str(transcript)]
+    assert run_cli(args, env=cli_env, cwd=project).returncode == 0
+    sent = llm.requests[-1].messages
+    # Cut the transcript as a kill -9 would, right after the memory step finished.
+    lines = transcript.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"type": "memory"' in line)
+    transcript.write_text("".join(lines[: cut + 1]))
+    llm.script("[DONE] ok")
+    proc = run_cli(
+        ["run", "--resume", str(transcript), "--non-interactive"], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert llm.requests[-1].messages == sent
+    assert sent[-1]["content"] == "Memory stored: MEMORY_log.md\n\n[Step 2 of 100]"
+    assert (project / ".kosmos-panel/memory/MEMORY_log.md").read_text() == "once\n"
+
+
+def test_replay_allows_reads_and_notes_as_the_operator_did(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    (project / "f.txt").write_text("alpha\n")
+    llm.script(
+        "[GET-FILE] f.txt", "[STORE] MEMORY_f.md\nalpha", "[STORE] MEMORY_g.md\nno", "[DONE] ok"
+    )
+    recorded = project / "recorded.jsonl"
+    proc = run_cli(
+        ["run", "probe", "--transcript", str(recorded)],
+        env=cli_env,
+        cwd=project,
+        stdin="y\ny\nn\n",
+    )
+    assert proc.returncode == 0, proc.stderr
+    (project / ".kosmos-panel/memory/MEMORY_f.md").unlink()
+    offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
+    proc = run_cli(
+        ["run", "probe", "--replay", str(recorded), "--non-interactive", "--json"],
+        env=offline,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    done = [
+        (x["type"], x["status"], x["by"]) for x in lines if x["type"] in ("file_read", "memory")
+    ]
+    assert done == [
+        ("file_read", "done", "replay"),
+        ("memory", "done", "replay"),
+        ("memory", "skipped", "replay"),
+    ]
+    assert (project / ".kosmos-panel/memory/MEMORY_f.md").read_text() == "alpha\n"
+    assert not (project / ".kosmos-panel/memory/MEMORY_g.md").exists()

@@ -417,3 +417,12 @@ async def test_an_unexpected_error_ends_the_run_with_one_line_and_its_result(
     assert str(gone) in message and "kosmos/hosts/local.py:" in message
     assert "report it as a kosmos bug" in message
     assert read_transcript(transcript)[-1].type == "result"
+
+
+async def test_a_skill_file_warning_is_a_notice_once(llm: ScriptedLLM, tmp_path: Path) -> None:
+    skill = make_skill(name="q", extra='"unterminated')
+    assert skill.warnings
+    llm.script("[DONE] ok")
+    run = await run_session(llm.base_url, skill, runner=LocalRunner(cwd=tmp_path))
+    notices = [e.message for e in run.events if e.type == "warning"]
+    assert notices == [f"skill file: {skill.warnings[0]}"]

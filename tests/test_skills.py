@@ -32,6 +32,8 @@ BUNDLED = (
     "log-errors",
     "port-check",
     "git-quick-commit",
+    "host-notes",
+    "quick-health",
 )
 
 
@@ -138,6 +140,70 @@ def test_unquoted_colon_in_a_value_is_read_as_kosmos_panel_did(tmp_path: Path) -
     skill = load_skill_file(write_skill(tmp_path, "disk", text), "user")
     assert skill.name == "disk"
     assert skill.description == "Check disk: what fills it"
+
+
+def test_unparsable_frontmatter_is_read_flat_with_one_warning_naming_the_line(
+    tmp_path: Path,
+) -> None:
+    # kosmos-panel read frontmatter with regexes: an unterminated quote is taken as it stands.
+    text = '---\nname: "unterminated\ndescription: Check disk: what fills it\n---\nRun df.\n'
+    path = write_skill(tmp_path, "disk", text)
+    skill = load_skill_file(path, "user")
+    assert (skill.name, skill.description) == ('"unterminated', "Check disk: what fills it")
+    assert len(skill.warnings) == 1
+    warning = skill.warnings[0]
+    assert warning.startswith(f"{path}:2: the frontmatter is not valid YAML (")
+    assert "so name is '\"unterminated'" in warning and "quote the value" in warning
+    # Valid YAML has nothing to warn about.
+    assert load_skill_file(write_skill(tmp_path, "ok", skill_text("ok")), "user").warnings == ()
+
+
+def test_a_bom_and_a_lost_opening_line_keep_name_and_description(tmp_path: Path) -> None:
+    # Found in kosmos-panel's repository: BOM, key lines, the closing `---`, no opening one.
+    path = tmp_path / "lost" / "SKILL.md"
+    path.parent.mkdir()
+    text = (
+        "\ufeffname: git-merge-dev\r\ndescription: Слить dev в main\r\nparams:\r\n"
+        "  - name: repo\r\n    required: true\r\n---\r\n## Steps\r\nRun git.\r\n"
+    )
+    path.write_bytes(text.encode("utf-8"))
+    skill = load_skill_file(path, "project")
+    assert (skill.name, skill.description) == ("git-merge-dev", "Слить dev в main")
+    assert [p.name for p in skill.params] == ["repo"]
+    assert skill.body == "## Steps\nRun git."
+    # Its errors still point at the right line.
+    path.write_text("name: x\nhistory_mode: never\n---\nbody\n")
+    with pytest.raises(SkillError, match=rf"^{path}:2: history_mode"):
+        load_skill_file(path, "project")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Note: read the docs first.\n\nThen run `df`.\n\n---\n\nMore.\n",
+        "author: me\n---\nbody\n",  # key lines, but nothing that names a skill
+        "name: x\nThen run df.\n---\nbody\n",  # prose between key lines and the rule
+    ],
+)
+def test_a_body_that_starts_like_a_key_line_stays_a_body(tmp_path: Path, text: str) -> None:
+    skill = load_skill_file(write_skill(tmp_path, "plain", text), "user")
+    assert skill.name == "plain" and skill.body == text.strip()
+
+
+def test_block_scalar_description_and_triggers(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    text = (
+        "---\nname: disk\ndescription: |\n  Shows what fills the disk,\n  folder by folder.\n"
+        "triggers:\n  - disk full\n  - место на диске\n---\nRun df.\n"
+    )
+    skill = load_skill_file(write_skill(tmp_path, "disk", text), "user")
+    assert skill.description == "Shows what fills the disk,\nfolder by folder.\n"
+    assert skill.summary == "Shows what fills the disk, folder by folder."
+    assert skill.triggers == ["disk full", "место на диске"]
+    flat = "---\nname: d: x\ntriggers: disk full, место\n---\nRun df.\n"
+    assert load_skill_file(write_skill(tmp_path, "flat", flat), "user").triggers == [
+        "disk full",
+        "место",
+    ]
 
 
 def test_yaml_scalars_in_params_are_kept_as_written() -> None:

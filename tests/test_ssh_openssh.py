@@ -375,6 +375,8 @@ def test_hosts_lists_aliases_and_checks_them(
     rows = {line.split()[0]: line for line in checked.stdout.splitlines()}
     assert "yes" in rows["box"] and " ok " in rows["box"] and " ms" in rows["box"]
     assert "Debian" in rows["box"] or "Linux" in rows["box"] or "Ubuntu" in rows["box"]
+    # The target OS as a run detects it (`uname -s`), then the distribution.
+    assert " Linux · " in rows["box"]
     assert rows["dead"].split()[1] == "no"
     assert "\ndead: connection refused at 127.0.0.1" in checked.stdout
 

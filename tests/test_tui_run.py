@@ -212,3 +212,52 @@ async def test_thinking_indicator_shows_while_the_llm_works(llm: ScriptedLLM, ho
         assert "thinking · step 1 ·" in text and text.endswith(" s")
         await until(pilot, finished(app), "the run's end")
         await until(pilot, lambda: not front_view(app).query(Thinking), "the indicator gone")
+
+
+async def test_file_reads_and_memory_steps_have_their_own_widget(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    (home / "notes.txt").write_text("port 80\n")
+    memory = home / "memory"
+    llm.script(
+        f"[GET-FILE] {home}/notes.txt",
+        "[STORE] MEMORY_web.md\nweb listens on 80\nsecond line",
+        "[STORE] MEMORY_other.md\nnot wanted",
+        "[RETRIEVE] MEMORY_Bad.md",
+        "[DONE] noted",
+    )
+    app = make_app(
+        llm.base_url, home, params={"unit": "web"}, settings={"memory": True, "memory_dir": memory}
+    )
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+r")
+
+        def awaiting(step: int):  # noqa: ANN202
+            def check() -> bool:
+                widget = front_view(app).action_steps.get(step)
+                return widget is not None and widget.awaiting and app.focused is widget
+
+            return check
+
+        await until(pilot, awaiting(1), "the file read awaiting approval")
+        read = front_view(app).action_steps[1]
+        assert "notes.txt" in str(read.query_one("#target").render())
+        await pilot.press("enter")
+        await until(pilot, awaiting(2), "the memory write awaiting approval")
+        store = front_view(app).action_steps[2]
+        assert "web listens on 80" in str(store.query_one("#preview").render())
+        assert "writes the memory note MEMORY_web.md" in str(store.query_one("#risk").render())
+        await pilot.press("enter")
+        await until(pilot, awaiting(3), "the second memory write")
+        await pilot.press("s")
+        await until(pilot, finished(app), "the run's end")
+        steps = front_view(app).action_steps
+        assert [steps[i].state for i in (1, 2, 3, 4)] == ["ok", "ok", "skipped", "failed"]
+        assert "is not a memory name" in str(steps[4].query_one("#outcome").render())
+        assert not front_view(app).cmd_steps
+    users = [r.last_user_text for r in llm.requests]
+    assert users[1] == "File content:\nport 80\n\n[Step 2 of 100]"
+    assert users[2] == "Memory stored: MEMORY_web.md\n\n[Step 3 of 100]"
+    assert (memory / "MEMORY_web.md").read_text() == "web listens on 80\nsecond line\n"
+    assert not (memory / "MEMORY_other.md").exists()
+    assert llm.requests[0].system.startswith("--- Target OS: Linux ---")

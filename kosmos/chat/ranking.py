@@ -31,7 +31,8 @@ def _vectors(data: dict, count: int) -> list[list[float]] | None:
 def _text(tool: Tool) -> str:
     """What is embedded for a tool, and its cache key: another host may have another skill of
     the same name."""
-    return f"{tool.name}: {tool.description}"
+    text = f"{tool.name}: {tool.description}"
+    return f"{text} ({'; '.join(tool.triggers)})" if tool.triggers else text
 
 
 class ToolRanker:

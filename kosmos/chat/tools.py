@@ -35,10 +35,15 @@ class Tool:
     params: tuple[ToolParam, ...] = ()
     http: HttpToolSettings | None = None
     skill: Skill | None = None
+    # What users say when they want this skill (SKILL.md `triggers:`).
+    triggers: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The tool as the classification and selection prompts list it."""
         lines = [f"- {self.name}: {' '.join(self.description.split())}"]
+        if self.triggers:
+            phrases = ", ".join(f'"{" ".join(t.split())}"' for t in self.triggers)
+            lines.append(f"  asked for as: {phrases}")
         for p in self.params:
             notes = ["required" if p.required else "optional"]
             if p.max_length:
@@ -77,7 +82,14 @@ def skill_tool(skill: Skill) -> Tool:
         )
         for p in skill.params
     )
-    return Tool(skill.name, skill.description or skill.name, "skill", params, skill=skill)
+    return Tool(
+        skill.name,
+        skill.summary or skill.name,
+        "skill",
+        params,
+        skill=skill,
+        triggers=tuple(skill.triggers),
+    )
 
 
 def build_tools(http: Iterable[HttpToolSettings], skills: Iterable[Skill]) -> list[Tool]:

@@ -25,6 +25,7 @@ from kosmos.prompts import Prompts
 from kosmos.safety import Dialect, Verdict, assess
 
 Policy = Literal["ask", "read-only", "auto"]
+ProposalKind = Literal["command", "file", "memory"]
 
 # An operator who keeps editing a command into something else is asked again about the
 # edited one; past this many rounds the command is skipped.
@@ -88,7 +89,26 @@ class ApprovalGate:
     ) -> Decision:
         """The decision on `command`. `rerun`: it was started before and its result was lost."""
         verdict = assess(command, self.shell())
-        risk, reason = verdict.verdict, verdict.reason
+        return await self.judge(
+            step, command, verdict.verdict, verdict.reason, inferred=inferred, rerun=rerun
+        )
+
+    async def judge(
+        self,
+        step: int,
+        command: str,
+        risk: Verdict,
+        reason: str,
+        *,
+        inferred: bool = False,
+        rerun: bool = False,
+        kind: ProposalKind = "command",
+    ) -> Decision:
+        """The policy's decision on something already judged `risk`, asking where it must.
+
+        `kind` other than `command`: a [GET-FILE] or a memory write, shown as `command`; the
+        operator may allow or skip it, never edit it.
+        """
         p = self.prompts
         if risk == "dangerous" and self.non_interactive and not self.allow_dangerous:
             told = p["SKILL_REFUSED_DANGEROUS"].format(reason=reason)
@@ -102,12 +122,28 @@ class ApprovalGate:
             if risk == "read_only" and (self.policy == "read-only" or self.auto_read_only):
                 return Decision("run", command, "policy", risk, reason)
             if self.policy == "read-only" and self.non_interactive:
-                told = p["SKILL_REFUSED_READ_ONLY"].format(reason=reason)
+                key = (
+                    "SKILL_REFUSED_READ_ONLY_MEMORY"
+                    if kind == "memory"
+                    else "SKILL_REFUSED_READ_ONLY"
+                )
+                told = p[key].format(reason=reason)
                 return Decision("refused", command, "policy", risk, told)
-        return await self._ask(step, command, risk, reason, inferred)
+        return await self._ask(step, command, risk, reason, inferred, kind)
+
+    async def decide_as(self, step: int, shown: str, judged: str, kind: ProposalKind) -> Decision:
+        """The decision on `shown` (a [GET-FILE]), judged as the command `judged` would be."""
+        verdict = assess(judged, self.shell())
+        return await self.judge(step, shown, verdict.verdict, verdict.reason, kind=kind)
 
     async def _ask(
-        self, step: int, command: str, risk: Verdict, reason: str, inferred: bool
+        self,
+        step: int,
+        command: str,
+        risk: Verdict,
+        reason: str,
+        inferred: bool,
+        kind: ProposalKind = "command",
     ) -> Decision:
         proposed = command
         for _ in range(MAX_EDIT_ROUNDS):
@@ -119,12 +155,14 @@ class ApprovalGate:
                     inferred=inferred,
                     risk=risk,
                     reason=reason,
+                    kind=kind,
                 )
             )
             if approval.auto_read_only:
                 self.auto_read_only = True
             by = getattr(approval, "by", "operator")
-            if approval.action == "skip":
+            if approval.action == "skip" or (kind != "command" and approval.action == "edit"):
+                # A file read or a memory write has nothing to edit: an edit does not allow it.
                 return Decision("skip", command, by, risk, reason)
             if approval.action == "run" or not approval.command or approval.command == command:
                 action = "run" if command == proposed else "edit"

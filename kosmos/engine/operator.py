@@ -22,6 +22,16 @@ class CommandProposal:
     inferred: bool = False
     risk: Literal["read_only", "write", "dangerous"] = "write"
     reason: str = ""
+    # `command`: a shell command, which may be edited. `file` ([GET-FILE]) and `memory` (a
+    # note written or deleted on this machine) are allowed or not, never edited; `command`
+    # then shows the directive (`[GET-FILE] /etc/hosts`).
+    kind: Literal["command", "file", "memory"] = "command"
+
+    @property
+    def what(self) -> str:
+        """What is proposed, for a sentence: run `df -h`, carry out `[STORE] MEMORY_x.md`."""
+        verb = "run" if self.kind == "command" else "carry out"
+        return f"{verb} `{self.command}`"
 
 
 @dataclass(frozen=True)

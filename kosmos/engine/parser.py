@@ -1,4 +1,9 @@
-"""Parse one LLM reply into one directive (seed 001 section 5), tolerant as small models need."""
+"""Parse one LLM reply into one directive (seed 001 section 5), tolerant as small models need.
+
+Besides seed 001's five tags, kosmos-panel's skills use six more, always understood:
+`[GET-FILE] PATH` and the memory tags `[STORE]`, `[APPEND_MEMORY]` (a note's name, then its
+text), `[RETRIEVE]`, `[DELETE_MEMORY]` (a name) and `[LIST_MEMORY]`.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,40 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Kind = Literal["cmd", "ask", "message", "done"]
+Kind = Literal[
+    "cmd",
+    "ask",
+    "message",
+    "done",
+    "get_file",
+    "store",
+    "append_memory",
+    "retrieve",
+    "list_memory",
+    "delete_memory",
+]
 
 TAGS = ("[CMD]", "[ASK]", "[ASK:optional]", "[MESSAGE]", "[DONE]")
 
+# The tag of each kind beyond seed 001's, as kosmos-panel spells it.
+ACTION_TAGS: dict[str, str] = {
+    "get_file": "[GET-FILE]",
+    "store": "[STORE]",
+    "append_memory": "[APPEND_MEMORY]",
+    "retrieve": "[RETRIEVE]",
+    "list_memory": "[LIST_MEMORY]",
+    "delete_memory": "[DELETE_MEMORY]",
+}
+# Kinds whose text is a memory note's name; of those, the ones that carry content too.
+MEMORY_KINDS = ("store", "append_memory", "retrieve", "list_memory", "delete_memory")
+CONTENT_KINDS = ("store", "append_memory")
+
 # A tag at the start of a line, allowing Markdown emphasis or backticks around it
-# (`**[CMD]**`, `` `[CMD]` ``), any case, and spaces inside `[ASK : optional]`.
+# (`**[CMD]**`, `` `[CMD]` ``), any case, spaces inside `[ASK : optional]`, and `-`, `_` or a
+# space between the words of the newer tags (`[GET_FILE]`, `[list-memory]`).
 _TAG_RE = re.compile(
-    r"^[ \t>*_`]*\[\s*(CMD|ASK\s*:\s*optional|ASK|MESSAGE|DONE)\s*\][*_`]*[ \t]*:?",
+    r"^[ \t>*_`]*\[\s*(CMD|ASK\s*:\s*optional|ASK|MESSAGE|DONE|GET[-_ ]?FILE|STORE|"
+    r"APPEND[-_ ]?MEMORY|RETRIEVE|LIST[-_ ]?MEMORY|DELETE[-_ ]?MEMORY)\s*\][*_`]*[ \t]*:?",
     re.IGNORECASE | re.MULTILINE,
 )
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
@@ -33,6 +64,8 @@ class Parsed:
     # A built-in action of the JSON envelope (seed 000) that becomes the command on the target.
     action: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
+    # [STORE] / [APPEND_MEMORY]: the note's text (`text` is its name).
+    content: str = ""
 
 
 class NoDirective(Exception):
@@ -41,6 +74,10 @@ class NoDirective(Exception):
 
 def _tag_kind(tag: str) -> tuple[Kind, bool]:
     tag = re.sub(r"\s+", "", tag).upper()
+    word = re.sub(r"[-_ ]", "", tag)
+    for kind, spelled in ACTION_TAGS.items():
+        if word == re.sub(r"[-_\[\]]", "", spelled):
+            return kind, True  # type: ignore[return-value]
     if tag == "CMD":
         return "cmd", True
     if tag == "ASK:OPTIONAL":
@@ -97,11 +134,41 @@ def _command_from(body: str) -> str:
     return command.strip()
 
 
-def canonical(kind: Kind, text: str, required: bool = True) -> str:
-    tag = {"cmd": "[CMD]", "message": "[MESSAGE]", "done": "[DONE]"}.get(kind)
+def canonical(kind: Kind, text: str, required: bool = True, content: str = "") -> str:
+    tag = {"cmd": "[CMD]", "message": "[MESSAGE]", "done": "[DONE]", **ACTION_TAGS}.get(kind)
     if tag is None:
         tag = "[ASK]" if required else "[ASK:optional]"
-    return f"{tag} {text}".rstrip()
+    head = f"{tag} {text}".rstrip()
+    return f"{head}\n{content}" if content else head
+
+
+def _word(text: str) -> str:
+    """A path or name as the LLM wrote it: backticks, quotes and a trailing colon dropped."""
+    word = text.strip().strip("`").strip()
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        word = word[1:-1]
+    return word
+
+
+def _action(kind: Kind, body: str) -> Parsed:
+    """A [GET-FILE] or memory directive. Its name is judged later: a bad one is a memory error
+    the LLM is told about, not a reply without a tag."""
+    lines = body.strip("\n").split("\n")
+    first = lines[0].strip() if lines else ""
+    if kind == "get_file":
+        path = _word(first)
+        if not path:
+            raise NoDirective("[GET-FILE] without a path")
+        return Parsed(kind, path, canonical=canonical(kind, path))
+    if kind == "list_memory":
+        return Parsed(kind, "", canonical=canonical(kind, ""))
+    name, _, rest = first.partition(" ")
+    name = _word(name)
+    content = ""
+    if kind in CONTENT_KINDS:
+        content = "\n".join([rest.strip(), *lines[1:]] if rest.strip() else lines[1:]).strip("\n")
+        content = content.rstrip()
+    return Parsed(kind, name, canonical=canonical(kind, name, content=content), content=content)
 
 
 def parse_reply(reply: str) -> Parsed:
@@ -115,6 +182,8 @@ def parse_reply(reply: str) -> Parsed:
         nxt = _TAG_RE.search(body)
         if nxt and (nxt.start() == 0 or body[nxt.start() - 1] == "\n"):
             body = body[: nxt.start()]
+        if kind in ACTION_TAGS:
+            return _action(kind, body)
         if kind == "cmd":
             text = _command_from(body)
             if not text:

@@ -26,8 +26,10 @@ from kosmos.events import (
     CommandFinished,
     CommandStarted,
     Event,
+    FileRead,
     LLMReply,
     LLMRequest,
+    MemoryAction,
     Message,
     RunStarted,
 )
@@ -51,6 +53,8 @@ class Recording:
     # Steps whose command started and whose result was never recorded; `decisions` holds
     # what the resumed run decided about them (the last decision of a step wins).
     interrupted: set[int] = field(default_factory=set)
+    # [GET-FILE] and memory steps: whether each was allowed (done or failed) or skipped.
+    actions: dict[int, FileRead | MemoryAction] = field(default_factory=dict)
 
     @classmethod
     def from_events(cls, events: Sequence[Event], source: str) -> Recording:
@@ -77,6 +81,8 @@ class Recording:
                 rec.decisions[e.step] = e
             elif isinstance(e, Answer):
                 rec.answers[e.step] = e
+            elif isinstance(e, FileRead | MemoryAction):
+                rec.actions[e.step] = e
         if not rec.exchanges:
             raise UsageError(f"{source}: the recording holds no LLM reply to replay")
         return rec
@@ -185,6 +191,8 @@ class ReplayOperator:
         self.inner = inner
 
     async def approve(self, proposal: CommandProposal) -> Approval:
+        if proposal.kind != "command":
+            return await self._allow(proposal)
         recorded = self.recording.decisions.get(proposal.step)
         if (
             proposal.risk == "dangerous"
@@ -198,6 +206,19 @@ class ReplayOperator:
         if recorded.decision == "edit":
             return _Replayed("edit", recorded.command)
         return _Replayed("run")
+
+    async def _allow(self, proposal: CommandProposal) -> Approval:
+        """A file read or memory write as the recorded operator allowed it (or not)."""
+        recorded = self.recording.actions.get(proposal.step)
+        target = recorded.path if isinstance(recorded, FileRead) else getattr(recorded, "name", "")
+        if (
+            recorded is None
+            or recorded.by != "operator"
+            or recorded.status == "refused"
+            or target not in proposal.command
+        ):
+            return await self.inner.approve(proposal)
+        return _Replayed("skip" if recorded.status == "skipped" else "run")
 
     async def answer(self, question: Question) -> str | None:
         recorded = self.recording.answers.get(question.step)

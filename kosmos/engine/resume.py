@@ -26,8 +26,10 @@ from kosmos.events import (
     CommandStarted,
     Directive,
     Event,
+    FileRead,
     LLMReply,
     LLMRequest,
+    MemoryAction,
     Message,
     RunFinished,
     RunStarted,
@@ -124,6 +126,10 @@ def _finished_step(
         return None
     if directive.kind == "message":
         return prompts.continue_after_message(next_step, max_steps), None
+    for e in after:
+        # A [GET-FILE] or memory step holds its whole result, refusals and skips included.
+        if isinstance(e, FileRead | MemoryAction):
+            return prompts.action_result(e.sent_to_llm, next_step, max_steps), None
     for e in after:
         if isinstance(e, CommandFinished):
             edited = e.command if e.command != directive.text else None

@@ -12,13 +12,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from kosmos.engine import history
+from kosmos.engine import context, history
+from kosmos.engine.actions import Actions
 from kosmos.engine.approval import ApprovalGate, Policy
-from kosmos.engine.envelope import app_command, target_os
-from kosmos.engine.guard import LineRedactor, neutralise, redact_event, redact_message
+from kosmos.engine.commands import CommandStep
+from kosmos.engine.envelope import app_command
+from kosmos.engine.guard import redact_event, redact_message
 from kosmos.engine.operator import Operator, Question
-from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES, omitted_bytes, output_for_llm
-from kosmos.engine.parser import Parsed
+from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
+from kosmos.engine.parser import ACTION_TAGS, Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
 from kosmos.engine.resume import Resumed
 from kosmos.engine.sudo import SudoHelper
@@ -26,7 +28,6 @@ from kosmos.errors import (
     EXIT_DONE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
-    HostError,
     InputNeeded,
     KosmosError,
     LLMError,
@@ -35,14 +36,11 @@ from kosmos.errors import (
 )
 from kosmos.events import (
     Answer,
-    CommandFinished,
     CommandOutput,
-    CommandStarted,
     Directive,
     Emit,
     Event,
     FormatError,
-    KnowledgeLoaded,
     LLMReply,
     LLMRequest,
     LLMRetry,
@@ -51,10 +49,10 @@ from kosmos.events import (
     RunFinished,
     RunStarted,
 )
-from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
-from kosmos.hosts.runner import CommandResult, FileUnreadable, Runner
+from kosmos.hosts.runner import Runner
 from kosmos.llm.provider import Provider, Reply
-from kosmos.prompts import Prompts
+from kosmos.memory import DEFAULT_FOLDER, MemoryStore
+from kosmos.prompts import Prompts, SystemParts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
@@ -90,6 +88,10 @@ class SessionOptions:
     # Approval (engine/approval.py): ask | read-only | auto; dangerous commands headless.
     policy: Policy = "ask"
     allow_dangerous: bool = False
+    # --memory: the memory prompt (Target OS block, the memory directives, the index).
+    memory: bool = False
+    # Where memory notes live; kosmos-panel's ./.kosmos-panel/memory when not given.
+    memory_dir: Path | None = None
 
 
 def _preview(text: str, limit: int = 200) -> str:
@@ -130,16 +132,17 @@ class Session:
         self.step = 0  # the step the next message to the LLM is for ([Step N of M])
         self.reached = 0  # the last step the run got to: what RunFinished.steps reports
         self.state: State = "idle"
-        self.commands_run = 0
         self.result: RunFinished | None = None
         self._sent_upto = 0
-        self._stop: asyncio.Event | None = None
         self._started = 0.0
-        self._knowledge: str | None = None
-        self._os: str | None = None
+        # What the system prompt is built from; `_start` fills it in.
+        self._parts = SystemParts(skill.name, skill.body)
+        # The host's `uname -s` and the OS it names; learnt once, when the run starts.
+        self._kernel: str | None = None
+        self.os_name: str | None = None
         self._turn = Turn(Reply(), None)  # the reply being acted on
         self.protocol = protocol or make_protocol(
-            self.options.protocol, provider, prompts, emit=self.emit
+            self.options.protocol, provider, prompts, emit=self.emit, memory=self.options.memory
         )
         # Everything leaving the engine (events, messages for the LLM) passes through it.
         self.redactor = redactor or Redactor()
@@ -159,6 +162,27 @@ class Session:
             prompts,
             non_interactive=self.options.non_interactive,
         )
+        self.commands = CommandStep(
+            runner=runner,
+            gate=lambda: self.gate,
+            sudo=self.sudo,
+            operator=operator,
+            redactor=self.redactor,
+            prompts=prompts,
+            emit=self.emit,
+            command_timeout=self.options.command_timeout,
+        )
+        self.memory = MemoryStore(self.options.memory_dir or DEFAULT_FOLDER)
+        self.actions = Actions(
+            runner=runner,
+            gate=lambda: self.gate,
+            operator=operator,
+            memory=self.memory,
+            redactor=self.redactor,
+            prompts=prompts,
+            emit=self.emit,
+            read_timeout=self.options.command_timeout,
+        )
         self._pending: Resumed | None = None
         self.replay_of: str | None = None
 
@@ -166,14 +190,16 @@ class Session:
 
     def stop_command(self) -> bool:
         """Stop the command that is running now (its whole process tree); False if none is."""
-        if self._stop is None or self._stop.is_set():
+        stop = self.commands.stop
+        if stop is None or stop.is_set():
             return False
-        self._stop.set()
+        stop.set()
         return True
 
     @property
     def command_running(self) -> bool:
-        return self._stop is not None and not self._stop.is_set()
+        stop = self.commands.stop
+        return stop is not None and not stop.is_set()
 
     async def run(self, resume: Resumed | None = None) -> RunFinished:
         """Run the skill to its end and return the final result (also emitted as an event).
@@ -181,6 +207,9 @@ class Session:
         `resume`: continue the conversation a transcript recorded instead of starting anew.
         """
         self._started = time.monotonic()
+        self._kernel, self.os_name = await context.detect_os(
+            self.runner, timeout=self.options.knowledge_timeout
+        )
         self.emit(
             RunStarted(
                 run_id=self.run_id,
@@ -197,9 +226,19 @@ class Session:
                 policy=self.options.policy,
                 resumed_from=resume.source if resume else None,
                 replay_of=self.replay_of,
+                os=self.os_name,
+                memory=self.options.memory,
             )
         )
         try:
+            body = await context.skill_body(
+                self.skill,
+                self.runner,
+                self.prompts,
+                timeout=self.options.command_timeout,
+                emit=self.emit,
+            )
+            self._parts = SystemParts(self.skill.name, body, target_os=self.os_name)
             if resume is None:
                 await self._start()
             else:
@@ -241,24 +280,19 @@ class Session:
         self.emit(Notice(message=resume.describe()))
 
     async def _start(self) -> None:
-        knowledge_text = None
-
-        def skipped(error: FileUnreadable) -> None:
-            self.emit(Notice(message=f"knowledge file skipped: {error}"))
-
-        try:
-            knowledge = await load_knowledge(
-                self.runner, timeout=self.options.knowledge_timeout, on_skip=skipped
-            )
-        except KnowledgeTimeout as e:
-            self.emit(Notice(message=f"knowledge file skipped: {e}"))
-            knowledge = None
-        if knowledge is not None:
-            # Knowledge is data from the host: directive-like lines in it are escaped.
-            knowledge_text = neutralise(self.redactor(knowledge.text))
-            self.emit(KnowledgeLoaded(path=knowledge.path, text=knowledge_text))
+        for warning in self.skill.warnings:
+            self.emit(Notice(message=f"skill file: {warning}"))
+        found = await context.knowledge(
+            self.runner,
+            timeout=self.options.knowledge_timeout,
+            redactor=self.redactor,
+            emit=self.emit,
+        )
+        index = None
+        if self.options.memory:
+            index = await context.memory_index(self.memory, self.prompts, self.redactor, self.emit)
+        self._parts = replace(self._parts, knowledge=found, memory_index=index)
         self.step = 1
-        self._knowledge = knowledge_text
         first = self.prompts.initial(
             self.skill.name, self.params, self.options.prompt, self.step, self.options.max_steps
         )
@@ -308,6 +342,7 @@ class Session:
                     inferred=parsed.inferred,
                     said=turn.said,
                     action=parsed.action,
+                    content=parsed.content,
                 )
             )
             self._turn = turn
@@ -322,19 +357,20 @@ class Session:
             elif parsed.kind == "ask":
                 self.state = "waiting_user"
                 content = await self._ask(parsed, step)
+            elif parsed.kind in ACTION_TAGS:
+                result = await self.actions.act(parsed, step)
+                content = self.prompts.action_result(result, self.step, self.options.max_steps)
             else:
                 content = self.prompts.continue_after_message(self.step, self.options.max_steps)
             self._keep(self.protocol.result_message(turn, content))
 
     def _system(self) -> Message:
-        text = self.protocol.system_prompt(self.skill.name, self.skill.body, self._knowledge)
+        text = self.protocol.system_prompt(self._parts)
         return Message(role="system", content=self.redactor(text))
 
     async def _app_command(self, parsed: Parsed) -> str:
         """The OS command an envelope action (seed 000) becomes on this host."""
-        if self._os is None:
-            self._os = await target_os(self.runner, timeout=self.options.knowledge_timeout)
-        return app_command(parsed.action or "", parsed.args, self._os)
+        return app_command(parsed.action or "", parsed.args, self._kernel or "Linux")
 
     def _next_step(self, pending: Parsed | None = None) -> None:
         if self.step + 1 > self.options.max_steps:
@@ -344,6 +380,8 @@ class Session:
                 left = f"; its last command was not run ({_preview(pending.text)})"
             elif pending is not None and pending.kind == "ask":
                 left = "; its last question was not asked"
+            elif pending is not None and pending.kind in ACTION_TAGS:
+                left = f"; its last {ACTION_TAGS[pending.kind]} was not carried out"
             raise StepLimitReached(
                 f"reached the step limit ({self.options.max_steps} steps) before the skill "
                 f"finished{left}; raise it with --max-steps"
@@ -390,79 +428,20 @@ class Session:
         return reply
 
     async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
-        decision = await self.gate.decide(step, parsed.text, inferred=parsed.inferred, rerun=rerun)
-        command = decision.command
-        self.emit(decision.event(step, parsed.text))
-        if decision.action == "refused":
-            return self.prompts["SKILL_COMMAND_REFUSED"].format(
-                reason=decision.reason, step=self.step, max_steps=self.options.max_steps
-            )
-        if decision.action == "skip":
-            return self.prompts.skipped(self.step, self.options.max_steps)
-        if command != parsed.text:
+        def edited(command: str) -> None:
             # The LLM sees the command that really ran as its own proposal.
             self.messages.pop()
             self._keep(self.protocol.assistant_message(self._turn, command))
-        prepared = await self.sudo.prepare(command)
-        if prepared.declined:
-            return self.prompts["SKILL_SUDO_DECLINED"].format(
-                step=self.step, max_steps=self.options.max_steps
-            )
-        self.emit(CommandStarted(step=step, command=command))
-        self._stop = asyncio.Event()
-        lines = LineRedactor(self.redactor)
 
-        def on_output(text: str) -> None:
-            shown = lines.feed(text)
-            if shown:
-                self.emit(CommandOutput(step=step, text=shown))
-
-        try:
-            while True:
-                try:
-                    result = await self.runner.run(
-                        prepared.text,
-                        timeout=self.options.command_timeout,
-                        on_output=on_output,
-                        stop=self._stop,
-                        stdin=prepared.stdin,
-                    )
-                    break
-                except HostError as e:
-                    # Raised before the command started (no connection): safe to try again.
-                    if not await self.operator.retry(e):
-                        raise
-                    self.emit(Notice(message=f"retrying the command after: {e}"))
-        finally:
-            self._stop = None
-        tail = lines.flush()
-        if tail:
-            self.emit(CommandOutput(step=step, text=tail))
-        self.commands_run += 1
-        for_llm = self.redactor(self.output_for_llm(result))
-        note = self.sudo.note(prepared, result.output.text())
-        if note:
-            for_llm = f"{for_llm}\n{note}"
-        kept = result.output.text(marker=omitted_bytes)
-        self.emit(
-            CommandFinished(
-                step=step,
-                command=command,
-                exit_code=result.exit_code,
-                duration_s=result.duration_s,
-                bytes=result.bytes,
-                timed_out=result.timed_out,
-                cancelled=result.cancelled,
-                connection_lost=result.connection_lost,
-                output=kept,
-                output_truncated=result.output.omitted > 0,
-                sent_to_llm=for_llm,
-            )
+        text, kind = await self.commands.run(
+            parsed.text, step, inferred=parsed.inferred, rerun=rerun, edited=edited
         )
-        return self.prompts.command_output(for_llm, self.step, self.options.max_steps)
-
-    def output_for_llm(self, result: CommandResult) -> str:
-        return output_for_llm(result, self.prompts, command_timeout=self.options.command_timeout)
+        step_now, most = self.step, self.options.max_steps
+        if kind == "SKILL_COMMAND_REFUSED":
+            return self.prompts[kind].format(reason=text, step=step_now, max_steps=most)
+        if kind is not None:
+            return self.prompts[kind].format(step=step_now, max_steps=most)
+        return self.prompts.command_output(text, step_now, most)
 
     async def _ask(self, parsed: Parsed, step: int) -> str:
         answer = await self.operator.answer(
@@ -500,7 +479,7 @@ class Session:
             message=message,
             exit_code=exit_code,
             duration_s=time.monotonic() - self._started,
-            commands_run=self.commands_run,
+            commands_run=self.commands.count,
             transcript=self.transcript,
         )
         self.result = result

@@ -120,6 +120,12 @@ class FleetFrontend(RunFrontend):
         hosts = self.hosts()
         prompts = Prompts.load(settings.prompts_file)
         skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
+        # Said once for the fleet, not once per host.
+        for warning in skill.warnings:
+            self.console.say(
+                self.console.style(f"  ! skill file: {warning}", "33"), stream=self.console.err
+            )
+        skill = skill.model_copy(update={"warnings": ()})
         record = self.canary_record(skill)
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
@@ -156,6 +162,8 @@ class FleetFrontend(RunFrontend):
             allow_dangerous=req.allow_dangerous,
             # --protocol > the skill's frontmatter > the config file > tags.
             protocol=req.protocol or skill.protocol or settings.protocol,
+            memory=settings.memory,
+            memory_dir=settings.memory_dir,
         )
 
         def on_event(event: Event) -> None:

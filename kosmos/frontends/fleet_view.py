@@ -15,6 +15,8 @@ from kosmos.events import (
     CommandStarted,
     Directive,
     Event,
+    FileRead,
+    MemoryAction,
     Notice,
     RunFinished,
 )
@@ -173,6 +175,9 @@ class FleetView:
                 line = f"[{event.step}] └ {status} · {event.duration_s:.1f}s"
             case Directive() if event.kind in ("ask", "message"):
                 line = f"[{event.step}] {event.kind.upper()} {_short(event.text, 200)}"
+            case FileRead() | MemoryAction():
+                what = event.path if isinstance(event, FileRead) else f"{event.action} {event.name}"
+                line = f"[{event.step}] {what}: {event.status}"
             case Notice():
                 line = f"! {event.message}"
             case RunFinished():

@@ -21,7 +21,7 @@ class HeadlessOperator:
             return Approval.skip()
         if not self.yes:
             raise InputNeeded(
-                f"the skill wants to run `{proposal.command}` and --non-interactive has no one to "
+                f"the skill wants to {proposal.what} and --non-interactive has no one to "
                 "approve it; pass --yes to run commands without asking"
             )
         return Approval.run()

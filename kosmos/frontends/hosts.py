@@ -11,12 +11,14 @@ from kosmos.config import Settings
 from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyRevoked, HostKeyUnknown
+from kosmos.hosts.osname import os_name
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.hosts.target import parse_target
 
-# One line on what the host runs: the distribution's name, else the kernel.
-OS_COMMAND = '(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -sr'
+# What the host runs: `uname -s` (the target OS the memory prompt names, as a run detects
+# it), then the distribution's name, else the kernel's release.
+OS_COMMAND = 'uname -s; (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -sr'
 OS_TIMEOUT = 5.0
 # How many hosts are checked at once (as a fleet's --forks bounds a run).
 CHECK_FORKS = 100
@@ -58,7 +60,9 @@ async def check_host(
         row.reachable, row.auth = "yes", "ok"
         result = await runner.run(OS_COMMAND, timeout=OS_TIMEOUT)
         lines = result.output.text().strip().splitlines()
-        row.os = lines[0] if lines and result.exit_code == 0 else "?"
+        target = os_name(lines[0]) if lines else None
+        detail = lines[1].strip() if len(lines) > 1 and result.exit_code == 0 else ""
+        row.os = " · ".join(part for part in (target or "?", detail) if part)
     except (HostKeyUnknown, HostKeyChanged, HostKeyRevoked) as e:
         row.reachable = "yes"
         row.auth = {HostKeyChanged: "host key changed", HostKeyRevoked: "host key revoked"}.get(

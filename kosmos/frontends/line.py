@@ -34,6 +34,8 @@ class LineOperator:
             return await self._confirm_dangerous(proposal)
         if self.yes and not proposal.inferred:
             return Approval.run()
+        if proposal.kind != "command":
+            return await self._allow(proposal)
         if proposal.reason and proposal.risk == "write":
             self.c.say(self.c.style(f"  may change the host: {proposal.reason}", "2"))
         while True:
@@ -54,6 +56,24 @@ class LineOperator:
                 "  answer y (run), n (skip), e (edit) or a (run, and run read-only commands "
                 "without asking from now on)"
             )
+
+    async def _allow(self, proposal: CommandProposal) -> Approval:
+        """A file read or a memory write: allowed or not; there is nothing to edit."""
+        reading = proposal.risk == "read_only"
+        if proposal.reason and not reading:
+            self.c.say(self.c.style(f"  {proposal.reason}", "2"))
+        keys = "y/N/a" if reading else "y/N"
+        while True:
+            reply = (await self._ask(self.c.style(f"Allow? [{keys}] ", "1"))).strip().lower()
+            if reply in ("y", "yes"):
+                return Approval.run()
+            if reading and reply in ("a", "all"):
+                self.c.say(self.c.style("  reads now happen without asking", "2"))
+                return Approval("run", auto_read_only=True)
+            if reply in ("", "n", "no", "s", "skip"):
+                return Approval.skip()
+            more = ", or a (allow, and allow reads without asking from now on)" if reading else ""
+            self.c.say(f"  answer y (allow) or n (do not){more}")
 
     async def _confirm_dangerous(self, proposal: CommandProposal) -> Approval:
         """Even under --yes: the operator types the host's name, or the command is skipped."""

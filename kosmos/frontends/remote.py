@@ -45,7 +45,7 @@ async def _rows(host: str, settings: Settings) -> list[tuple[str, str, str]]:
     for problem in errors:
         print(f"warning: {runner.name}: {problem}", file=sys.stderr)
     label = _label(runner)
-    return [(s.name, s.description, label) for s in skills]
+    return [(s.name, s.summary, label) for s in skills]
 
 
 def _label(runner: Runner) -> str:

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import TextIO
 
+from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import (
     Answer,
     CapabilityFallback,
@@ -15,19 +16,24 @@ from kosmos.events import (
     CommandStarted,
     Directive,
     Event,
+    FileRead,
     FormatError,
     KnowledgeLoaded,
     LLMReply,
     LLMRequest,
     LLMRetry,
+    MemoryAction,
     Notice,
     RunFinished,
     RunStarted,
+    SkillFolderReady,
 )
 from kosmos.frontends.console import Console
 
 # Lines of one command's output shown live; the rest is counted (the transcript keeps it).
 LIVE_LINES = 400
+# Lines of a [STORE] / [APPEND_MEMORY] text shown under the directive.
+CONTENT_LINES = 8
 
 
 class TextRenderer:
@@ -54,10 +60,20 @@ class TextRenderer:
                 )
                 if event.policy != "ask":
                     c.say(c.style(f"  policy: {event.policy}", "2"))
+                if event.memory:
+                    c.say(c.style(f"  memory on · target OS: {event.os or 'unknown'}", "2"))
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
                 c.say(c.style(f"  knowledge: {event.path} ({len(event.text)} chars)", "2"))
+            case SkillFolderReady():
+                how = {"local": "", "remote": " (kept on the host)"}.get(
+                    event.how, f" ({event.how})"
+                )
+                files = _count(len(event.files), "file")
+                c.say(c.style(f"  skill files: {files} in {event.base}{how}", "2"))
+            case FileRead() | MemoryAction():
+                self._action(event)
             case LLMRequest():
                 c.start_spinner(f"step {event.step}: thinking")
             case LLMRetry():
@@ -127,8 +143,36 @@ class TextRenderer:
             c.say(c.style(f"[{event.step}] {tag} ", "35") + event.text)
         elif event.kind == "message":
             c.say(c.style(f"[{event.step}] ", "34") + event.text)
-        else:
+        elif event.kind == "done":
             c.say(c.style(f"[{event.step}] DONE ", "32") + event.text)
+        else:
+            tag = ACTION_TAGS[event.kind]
+            c.say(c.style(f"[{event.step}] {tag} ", "36") + c.style(event.text, "1"))
+            for line in event.content.splitlines()[:CONTENT_LINES]:
+                c.say(c.style(f"    {line}", "2"))
+            hidden = len(event.content.splitlines()) - CONTENT_LINES
+            if hidden > 0:
+                c.say(c.style(f"    … {hidden} more lines", "2"))
+
+    def _action(self, event: FileRead | MemoryAction) -> None:
+        """The end of a [GET-FILE] or memory step: what it did, or why not."""
+        c = self.c
+        if event.status == "done":
+            if isinstance(event, FileRead):
+                head = f"read · {_size(event.bytes)}"
+            else:
+                head = {
+                    "store": f"stored · {_size(event.bytes)}",
+                    "append": f"appended · {_size(event.bytes)} now",
+                    "retrieve": f"retrieved · {_size(event.bytes)}",
+                    "list": "listed",
+                    "delete": "deleted",
+                }[event.action]
+            c.say(c.style(f"  └ {head}", "32"))
+        elif event.status == "skipped":
+            c.say(c.style("  └ skipped", "2"))
+        else:
+            c.say(c.style(f"  └ {event.status}: {_first_line(event.reason, 300)}", "33"))
 
     def _output(self, text: str) -> None:
         if self._lines >= LIVE_LINES:
@@ -204,9 +248,9 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _first_line(text: str) -> str:
+def _first_line(text: str, limit: int = 120) -> str:
     stripped = text.strip()
-    return stripped.splitlines()[0][:120] if stripped else ""
+    return stripped.splitlines()[0][:limit] if stripped else ""
 
 
 def _size(n: int) -> str:

@@ -384,10 +384,12 @@ class RunFrontend:
             provider = make_provider(settings)
         started = resume.started if resume else None
         recorded_protocol = None
+        recorded_memory = False
         if started is not None:
-            recorded_protocol = started.protocol
+            recorded_protocol, recorded_memory = started.protocol, started.memory
         elif replay is not None:
             recorded_protocol = replay[0].started.protocol
+            recorded_memory = replay[0].started.memory
         options = SessionOptions(
             max_steps=req.max_steps or (started.max_steps if started else settings.max_steps),
             command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
@@ -401,6 +403,8 @@ class RunFrontend:
             # --protocol > the recorded run's (resume, replay) > the skill's frontmatter > the
             # config file > tags.
             protocol=req.protocol or recorded_protocol or skill.protocol or settings.protocol,
+            memory=settings.memory or recorded_memory,
+            memory_dir=settings.memory_dir,
         )
         self._emit = self._emitter(transcript)
         session = Session(

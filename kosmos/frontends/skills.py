@@ -20,7 +20,7 @@ def _library(settings: Settings, extra: Sequence[Path]):  # noqa: ANN202 - Skill
 def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> int:
     library = _library(settings, extra)
     skills = library.list()
-    rows = [(s.name, s.description, s.source) for s in skills]
+    rows = [(s.name, s.summary, s.source) for s in skills]
     if host:
         from kosmos.frontends.remote import remote_skill_rows
 
@@ -31,14 +31,14 @@ def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> 
     for name, description, source in rows:
         text = description if len(description) <= 70 else description[:69] + "…"
         print(f"{name.ljust(width)}  {text}  [{source}]")
-    for problem in library.errors:
+    for problem in [*library.errors, *(w for s in skills for w in s.warnings)]:
         print(f"warning: {problem}", file=sys.stderr)
     return 0
 
 
 def describe(skill: Skill) -> str:
     lines = [
-        f"{skill.name}: {skill.description}".rstrip(": "),
+        f"{skill.name}: {skill.summary}".rstrip(": "),
         f"  from {skill.path} [{skill.source}]",
     ]
     if skill.params:
@@ -57,6 +57,8 @@ def describe(skill: Skill) -> str:
             lines.append(f"    {p.name}{about} ({'; '.join(rules) or 'optional'})")
     if skill.history_mode != "full" or skill.history_max:
         lines.append(f"  history: {skill.history_mode}, max {skill.history_max or 'default'}")
+    if skill.triggers:
+        lines.append("  triggers: " + ", ".join(repr(t) for t in skill.triggers))
     if skill.timeout:
         lines.append(f"  command timeout: {skill.timeout:g} s")
     lines.append("")
@@ -74,5 +76,7 @@ def show_skill(name: str, settings: Settings, extra: Sequence[Path], host: str |
         from kosmos.frontends.remote import remote_skill
 
         skill = remote_skill(host, name, settings)
+    for problem in skill.warnings:
+        print(f"warning: {problem}", file=sys.stderr)
     print(describe(skill))
     return 0

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import platform
 import shutil
 import signal
 import time
@@ -50,6 +51,8 @@ class LocalRunner:
         bash = shutil.which("bash", path=self.env.get("PATH", os.defpath))
         self.shell_path = bash or "/bin/sh"
         self.dialect: Shell = "bash" if bash else "sh"
+        # What `uname -s` says here (Linux, Darwin), known without running it.
+        self.os = platform.system()
 
     async def connect(self) -> None:
         return None

@@ -23,6 +23,7 @@ from kosmos.hosts.runner import (
     StreamDecoder,
 )
 from kosmos.hosts.ssh_read import RemoteReads
+from kosmos.hosts.ssh_upload import RemoteUploads
 from kosmos.hosts.sshconfig import SSHConfigFile
 from kosmos.hosts.target import Target
 from kosmos.hosts.wrapper import GRACE_S, MARK, kill_script, parse_mark, remote_command
@@ -43,7 +44,7 @@ def _retrieve(task: asyncio.Future[None]) -> None:
         task.exception()
 
 
-class SSHRunner(RemoteReads):
+class SSHRunner(RemoteReads, RemoteUploads):
     """A host over SSH. The connection opens on `connect()` and is reused for every command.
 
     If it drops between commands, the next command reconnects once (and `notify` says so); if

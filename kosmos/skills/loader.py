@@ -18,6 +18,8 @@ Loc = tuple[str | int, ...]
 # (`description: Check disk: what fills it`), which YAML rejects. Such a file is accepted when
 # every line is a top-level `key: value` line or a comment.
 _FLAT_LINE = re.compile(r"^([A-Za-z_][\w-]*):(?:[ \t](.*))?$")
+# A top-level line of frontmatter: a key, a comment, or a list item under the key above.
+_KEY_LIKE = re.compile(r"^(?:[A-Za-z_][\w-]*:(?:[ \t].*)?|#.*|- .*)$")
 
 # Where a raw YAML scalar is kept as written: `default: 0755` is the text "0755", not 493.
 _TEXT_FIELDS = ("name", "description", "default")
@@ -33,6 +35,7 @@ _ALLOWED = {
     "history_max": "a whole number of at least 1",
     "timeout": "seconds, a number more than 0",
     "protocol": "tags, json, tools or auto",
+    "triggers": "a list of phrases that ask for this skill",
     "required": "true or false",
     "default": "one value (text or a number)",
     "max_length": "a whole number of at least 1",
@@ -72,8 +75,18 @@ def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: s
         )
     data: dict[Any, Any] = {}
     where: dict[Loc, int] = {}
+    warnings: list[str] = []
     first_line = 1
+    headless = None
     if lines[start].rstrip() != "---":
+        headless = _frontmatter_without_opening(lines, start, path)
+    if headless is not None:
+        # Found in the wild: a file whose opening `---` was lost (often behind a BOM).
+        end, data, where, warnings = headless
+        first_line = start + 1
+        body = "\n".join(lines[end + 1 :]).strip()
+        body_line = min(end + 2, len(lines))
+    elif lines[start].rstrip() != "---":
         # No frontmatter: kosmos-panel runs such a file with the folder name as its name.
         body, body_line = text.strip(), start + 1
     else:
@@ -84,7 +97,9 @@ def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: s
                 "add a line '---' after its last key"
             )
         first_line = start + 2
-        data, where = _read_frontmatter("\n".join(lines[start + 1 : end]), path, first_line)
+        data, where, warnings = _read_frontmatter(
+            "\n".join(lines[start + 1 : end]), path, first_line
+        )
         body = "\n".join(lines[end + 1 :]).strip()
         body_line = min(end + 2, len(lines))
     if not body:
@@ -96,23 +111,58 @@ def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: s
     extra = {str(k): v for k, v in data.items() if k not in FRONTMATTER_KEYS}
     if known.get("name") in (None, ""):
         known["name"] = fallback_name
-    fields = {**known, "body": body, "path": path, "source": source, "ref": ref, "extra": extra}
+    fields = {
+        **known,
+        "body": body,
+        "path": path,
+        "source": source,
+        "ref": ref,
+        "extra": extra,
+        "warnings": tuple(warnings),
+    }
     try:
         return Skill.model_validate(fields)
     except ValidationError as e:
         raise _explain(e, data, where, path, first_line) from None
 
 
+def _frontmatter_without_opening(
+    lines: list[str], start: int, path: str
+) -> tuple[int, dict[Any, Any], dict[Loc, int], list[str]] | None:
+    """(closing line, data, lines, warnings) when the file starts with frontmatter key lines and
+    a closing `---` but no opening one; None when it starts with anything else.
+
+    Only a block that reads as a mapping naming the skill (`name` or `description`) counts:
+    a body that starts with `Note: ...` and has a `---` rule further down is still a body.
+    """
+    if not _FLAT_LINE.match(lines[start].rstrip()):
+        return None
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        return None
+    block = lines[start:end]
+    if any(line.strip() and not line[0].isspace() and not _KEY_LIKE.match(line) for line in block):
+        return None
+    try:
+        data, where, warnings = _read_frontmatter("\n".join(block), path, start + 1)
+    except SkillError:
+        return None
+    if not ({"name", "description"} & set(data)):
+        return None
+    return end, data, where, warnings
+
+
 def _read_frontmatter(
     text: str, path: str, first_line: int
-) -> tuple[dict[Any, Any], dict[Loc, int]]:
-    """The frontmatter as a mapping, and the file line of each key and list item in it."""
+) -> tuple[dict[Any, Any], dict[Loc, int], list[str]]:
+    """The frontmatter as a mapping, the file line of each key and list item in it, and what
+    the reader should know about how it was read."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         flat = _read_flat(text, first_line)
         if flat is not None:
-            return flat
+            return (*flat, _flat_warnings(text, path, first_line))
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = first_line + mark.line if mark is not None else first_line
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
@@ -121,7 +171,7 @@ def _read_frontmatter(
             "indentation, and quote values that contain ': ' or start with a special character"
         ) from None
     if node is None:
-        return {}, {}
+        return {}, {}, []
     data = yaml.SafeLoader("").construct_document(node)
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else "plain text"
@@ -133,7 +183,7 @@ def _read_frontmatter(
     raw: dict[Loc, str] = {}
     _walk(node, (), first_line, where, raw)
     _keep_raw_text(data, raw)
-    return data, where
+    return data, where, []
 
 
 def _walk(
@@ -194,6 +244,26 @@ def _read_flat(text: str, first_line: int) -> tuple[dict[Any, Any], dict[Loc, in
             data[key] = value or None
             where[(key,)] = first_line + offset
     return data, where
+
+
+def _flat_warnings(text: str, path: str, first_line: int) -> list[str]:
+    """One warning for frontmatter read as kosmos-panel's `key: value` lines: the first line
+    whose value YAML would not have taken, what kosmos made of it and how to make it YAML."""
+    for offset, line in enumerate(text.split("\n")):
+        match = _FLAT_LINE.match(line)
+        if match is None:
+            continue
+        try:
+            yaml.safe_load(line)
+        except yaml.YAMLError as e:
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            key, value = match.group(1), (match.group(2) or "").strip()
+            return [
+                f"{path}:{first_line + offset}: the frontmatter is not valid YAML ({problem}); "
+                f"it was read as plain 'key: value' lines as kosmos-panel does, so {key} is "
+                f"{value!r}; quote the value (or fix its quotes) to make it YAML"
+            ]
+    return []
 
 
 def _explain(

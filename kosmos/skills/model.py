@@ -22,6 +22,7 @@ FRONTMATTER_KEYS = (
     "history_max",
     "timeout",
     "protocol",
+    "triggers",
 )
 
 
@@ -111,11 +112,15 @@ class Skill(BaseModel):
     history_max: int | None = Field(None, ge=1)
     timeout: float | None = Field(None, gt=0)
     protocol: StepProtocol | None = None
+    # Phrases a user might say for this skill (kosmos-panel); `kosmos chat` matches on them.
+    triggers: list[str] = Field(default_factory=list)
     body: str
     path: str
     source: str
     ref: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)
+    # What the loader noticed and tolerated (file:line, what it did, how to fix it).
+    warnings: tuple[str, ...] = ()
 
     @field_validator("name", "description", mode="before")
     @classmethod
@@ -131,6 +136,24 @@ class Skill(BaseModel):
     @classmethod
     def _default_mode(cls, value: Any) -> Any:
         return "full" if value is None else value
+
+    @field_validator("triggers", mode="before")
+    @classmethod
+    def _phrases(cls, value: Any) -> Any:
+        # One phrase, or kosmos-panel's flat `triggers: a, b` line, or a YAML list.
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = value.strip().removeprefix("[").removesuffix("]").split(",")
+        if isinstance(value, list):
+            phrases = [_scalar_text(v) for v in value]
+            return [p.strip().strip("'\"").strip() if isinstance(p, str) else p for p in phrases]
+        return value
+
+    @field_validator("triggers")
+    @classmethod
+    def _no_blank_phrases(cls, value: list[str]) -> list[str]:
+        return [p for p in value if p]
 
     @field_validator("params", mode="before")
     @classmethod
@@ -157,6 +180,11 @@ class Skill(BaseModel):
                 )
             seen.add(param.name)
         return params
+
+    @property
+    def summary(self) -> str:
+        """The description on one line (a `description: |` block runs over several)."""
+        return " ".join(self.description.split())
 
     def param(self, name: str) -> Param | None:
         """The declared param of that name, if any."""

@@ -234,6 +234,8 @@ class FleetController:
             history_max=skill.history_max,
             policy=policy,
             protocol=skill.protocol or settings.protocol,
+            memory=settings.memory,
+            memory_dir=settings.memory_dir,
         )
 
     def _runner(self, spec: HostSpec) -> Runner:
@@ -272,7 +274,8 @@ class FleetController:
         def make_session(parts: SessionParts) -> Session:
             name = parts.host.name
             session = Session(
-                spec.skill,
+                # The skill tab shows its file's warnings once; not once per host.
+                spec.skill.model_copy(update={"warnings": ()}),
                 params=spec.params,
                 runner=parts.runner,
                 provider=parts.provider,

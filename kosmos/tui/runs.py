@@ -109,6 +109,8 @@ class RunController:
             prompt=spec.prompt,
             policy=policy,
             protocol=spec.skill.protocol or settings.protocol,
+            memory=settings.memory,
+            memory_dir=settings.memory_dir,
         )
 
     async def run(self) -> RunFinished | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kosmos.engine.protocols.auto import AutoProtocol
 from kosmos.engine.protocols.base import ProtocolSwitched, StepProtocol, Turn
-from kosmos.engine.protocols.json_steps import JsonProtocol, StepAction
+from kosmos.engine.protocols.json_steps import JsonProtocol, MemoryStepAction, StepAction
 from kosmos.engine.protocols.tags import TagsProtocol
-from kosmos.engine.protocols.tools import STEP_TOOLS, ToolsProtocol
+from kosmos.engine.protocols.tools import MEMORY_TOOLS, STEP_TOOLS, ToolsProtocol
 from kosmos.events import Emit
 from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
@@ -18,6 +18,8 @@ __all__ = [
     "STEP_TOOLS",
     "AutoProtocol",
     "JsonProtocol",
+    "MEMORY_TOOLS",
+    "MemoryStepAction",
     "ProtocolSwitched",
     "StepAction",
     "StepProtocol",
@@ -29,13 +31,19 @@ __all__ = [
 
 
 def make_protocol(
-    name: str, provider: Provider, prompts: Prompts, *, emit: Emit | None = None
+    name: str,
+    provider: Provider,
+    prompts: Prompts,
+    *,
+    emit: Emit | None = None,
+    memory: bool = False,
 ) -> StepProtocol:
-    """The step protocol called `name`, over `provider`."""
+    """The step protocol called `name`, over `provider`. `memory` (--memory): json and tools
+    offer the [GET-FILE] and memory actions too (tags always understands them)."""
     if name == "json":
-        return JsonProtocol(provider, prompts, emit=emit)
+        return JsonProtocol(provider, prompts, emit=emit, memory=memory)
     if name == "tools":
-        return ToolsProtocol(provider, prompts, emit=emit)
+        return ToolsProtocol(provider, prompts, emit=emit, memory=memory)
     if name == "auto":
-        return AutoProtocol(provider, prompts, emit=emit)
+        return AutoProtocol(provider, prompts, emit=emit, memory=memory)
     return TagsProtocol(provider, prompts)

@@ -9,6 +9,7 @@ from typing import Protocol
 from kosmos.engine.parser import Parsed
 from kosmos.events import Message, ToolCall
 from kosmos.llm.provider import Reply
+from kosmos.prompts import SystemParts
 
 OnRetry = Callable[[int, str, float], None]
 
@@ -40,7 +41,7 @@ class StepProtocol(Protocol):
     @property
     def name(self) -> str: ...
 
-    def system_prompt(self, skill_name: str, skill_body: str, knowledge: str | None) -> str: ...
+    def system_prompt(self, parts: SystemParts) -> str: ...
 
     async def complete(
         self, messages: Sequence[Message], *, step: int, on_retry: OnRetry

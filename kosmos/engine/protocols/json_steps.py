@@ -8,15 +8,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kosmos.engine.parser import Parsed, canonical
+from kosmos.engine.parser import ACTION_TAGS, Parsed, canonical
 from kosmos.engine.protocols.base import OnRetry, Turn
 from kosmos.events import Emit, Message
 from kosmos.llm.content import as_context
 from kosmos.llm.provider import Provider, Reply
 from kosmos.llm.structured import InvalidSolution, StructuredClient
-from kosmos.prompts import Prompts
+from kosmos.prompts import Prompts, SystemParts
 
 Action = Literal["cmd", "ask", "ask_optional", "message", "done"]
+MemoryAction = Literal[
+    "cmd",
+    "ask",
+    "ask_optional",
+    "message",
+    "done",
+    "get_file",
+    "store",
+    "append_memory",
+    "retrieve",
+    "list_memory",
+    "delete_memory",
+]
 
 
 class StepAction(BaseModel):
@@ -50,7 +63,48 @@ class StepAction(BaseModel):
         return data
 
 
+class MemoryStepAction(StepAction):
+    """A step with --memory: seed 001's five actions, [GET-FILE] and the memory actions."""
+
+    action: MemoryAction = Field(  # type: ignore[assignment]
+        description="cmd: run a command; ask: a required question; ask_optional: a question "
+        "the user may skip; message: show and continue; done: the skill is complete; get_file: "
+        "read a file on the host; store, append_memory, retrieve, list_memory, delete_memory: "
+        "the memory notes"
+    )
+    text: str = Field(
+        description="the shell command, the question, the message, the summary, the file's "
+        "path or the memory note's name (MEMORY_name.md; empty for list_memory)"
+    )
+    content: str = Field(
+        description="store and append_memory: the note's text; empty for every other action"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _content(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            data.setdefault("content", "")
+            if data.get("action") in ("list_memory", "LIST_MEMORY", "[LIST_MEMORY]"):
+                data.setdefault("text", "")
+            for key in ("path", "name"):
+                if "text" not in data and isinstance(data.get(key), str):
+                    data["text"] = data.pop(key)
+        return data
+
+
 def _parsed(value: StepAction) -> Parsed | None:
+    if value.action in ACTION_TAGS:
+        kind = value.action
+        text = value.text.strip()
+        if kind == "get_file" and not text:
+            return None
+        content = getattr(value, "content", "").strip("\n").rstrip()
+        if kind not in ("store", "append_memory"):
+            content = ""
+        text = "" if kind == "list_memory" else text
+        return Parsed(kind, text, canonical=canonical(kind, text, content=content), content=content)  # type: ignore[arg-type]
     text = value.text.strip()
     if value.action == "ask_optional":
         return Parsed("ask", text, False, False, canonical("ask", text, False)) if text else None
@@ -66,22 +120,31 @@ class JsonProtocol:
 
     name = "json"
 
-    def __init__(self, provider: Provider, prompts: Prompts, *, emit: Emit | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        prompts: Prompts,
+        *,
+        emit: Emit | None = None,
+        memory: bool = False,
+    ) -> None:
         self.provider = provider
         self.prompts = prompts
         self.client = StructuredClient(provider, prompts, emit=emit)
+        # Without --memory the schema stays seed 004's five actions.
+        self.model: type[StepAction] = MemoryStepAction if memory else StepAction
         # The last reply and what it validated to (or why it did not).
         self._last: tuple[Reply, StepAction | str] | None = None
 
-    def system_prompt(self, skill_name: str, skill_body: str, knowledge: str | None) -> str:
+    def system_prompt(self, parts: SystemParts) -> str:
         return self.prompts.system(
-            skill_name, skill_body, knowledge, base="SKILL_SYSTEM_PROMPT_JSON"
+            parts, base="SKILL_SYSTEM_PROMPT_JSON", memory_base="SKILL_SYSTEM_PROMPT_JSON_MEMORY"
         )
 
     async def complete(self, messages: Sequence[Message], *, step: int, on_retry: OnRetry) -> Reply:
         try:
             solution = await self.client.request(
-                as_context(messages), StepAction, step=step, on_retry=on_retry
+                as_context(messages), self.model, step=step, on_retry=on_retry
             )
         except InvalidSolution as e:
             reply = Reply(text=e.raw)
@@ -105,10 +168,10 @@ class JsonProtocol:
         p = turn.parsed
         action = "ask_optional" if p.kind == "ask" and not p.required else p.kind
         text = command if command is not None else p.text
-        return Message(
-            role="assistant",
-            content=json.dumps({"action": action, "text": text}, ensure_ascii=False),
-        )
+        said: dict[str, str] = {"action": action, "text": text}
+        if p.content:
+            said["content"] = p.content
+        return Message(role="assistant", content=json.dumps(said, ensure_ascii=False))
 
     def result_message(self, turn: Turn, content: str) -> Message:
         return Message(role="user", content=content)

@@ -10,7 +10,7 @@ from kosmos.engine.parser import NoDirective, Parsed, canonical, parse_reply
 from kosmos.engine.protocols.base import OnRetry, Turn
 from kosmos.events import Message
 from kosmos.llm.provider import Provider, Reply
-from kosmos.prompts import Prompts
+from kosmos.prompts import Prompts, SystemParts
 
 
 def _envelope_turn(reply: Reply) -> Turn | None:
@@ -45,8 +45,8 @@ class TagsProtocol:
         self.provider = provider
         self.prompts = prompts
 
-    def system_prompt(self, skill_name: str, skill_body: str, knowledge: str | None) -> str:
-        return self.prompts.system(skill_name, skill_body, knowledge)
+    def system_prompt(self, parts: SystemParts) -> str:
+        return self.prompts.system(parts)
 
     async def complete(self, messages: Sequence[Message], *, step: int, on_retry: OnRetry) -> Reply:
         return await self.provider.complete(messages, on_retry=on_retry)

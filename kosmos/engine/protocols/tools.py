@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from kosmos.engine.parser import NoDirective, Parsed, canonical, parse_reply
+from kosmos.engine.parser import ACTION_TAGS, NoDirective, Parsed, canonical, parse_reply
 from kosmos.engine.protocols.base import OnRetry, Turn
 from kosmos.errors import LLMError
 from kosmos.events import Emit, Message, Notice, ToolCall
 from kosmos.llm.provider import CapabilityRejected, Provider, Reply, ToolSpec
-from kosmos.prompts import Prompts
+from kosmos.prompts import Prompts, SystemParts
 
 
 def _object(properties: dict, required: list[str]) -> dict:
@@ -60,6 +60,42 @@ STEP_TOOLS = (
         parameters=_object({"summary": {"type": "string"}}, ["summary"]),
     ),
 )
+_NAME = {"type": "string", "description": "the note's name: MEMORY_ + lower-case snake_case + .md"}
+_TEXT = {"type": "string", "description": "the note's text"}
+
+# Offered with --memory: [GET-FILE] and the memory directives of the tags protocol.
+MEMORY_TOOLS = (
+    ToolSpec(
+        name="get_file",
+        description="Receive the text of a file on the host, as it is.",
+        parameters=_object({"path": {"type": "string"}}, ["path"]),
+    ),
+    ToolSpec(
+        name="store_memory",
+        description="Create or replace a memory note; its first line is its summary.",
+        parameters=_object({"name": _NAME, "content": _TEXT}, ["name", "content"]),
+    ),
+    ToolSpec(
+        name="append_memory",
+        description="Add text at the end of a memory note (created if missing).",
+        parameters=_object({"name": _NAME, "content": _TEXT}, ["name", "content"]),
+    ),
+    ToolSpec(
+        name="retrieve_memory",
+        description="Receive the text of a memory note.",
+        parameters=_object({"name": _NAME}, ["name"]),
+    ),
+    ToolSpec(
+        name="list_memory",
+        description="Receive every memory note's name and first line.",
+        parameters=_object({}, []),
+    ),
+    ToolSpec(
+        name="delete_memory",
+        description="Delete a memory note.",
+        parameters=_object({"name": _NAME}, ["name"]),
+    ),
+)
 TOOL_NAMES = tuple(t.name for t in STEP_TOOLS)
 
 # tool name -> (directive kind, argument that holds its text)
@@ -68,7 +104,15 @@ _KINDS = {
     "ask_user": ("ask", "question"),
     "show_message": ("message", "text"),
     "finish": ("done", "summary"),
+    "get_file": ("get_file", "path"),
+    "store_memory": ("store", "name"),
+    "append_memory": ("append_memory", "name"),
+    "retrieve_memory": ("retrieve", "name"),
+    "list_memory": ("list_memory", ""),
+    "delete_memory": ("delete_memory", "name"),
 }
+# Kinds whose text may be empty here: a memory name is judged when the action is carried out.
+_MAY_BE_EMPTY = ("done", "store", "append_memory", "retrieve", "list_memory", "delete_memory")
 
 
 def _directive(call: ToolCall) -> tuple[Parsed | None, str | None]:
@@ -79,8 +123,15 @@ def _directive(call: ToolCall) -> tuple[Parsed | None, str | None]:
     kind, key = _KINDS[call.name]
     value = call.args.get(key)
     text = value.strip() if isinstance(value, str) else ""
-    if not text and kind != "done":
+    if not text and kind not in _MAY_BE_EMPTY:
         return None, f"{call.name} needs a non-empty {key!r}"
+    if kind in ACTION_TAGS:
+        raw = call.args.get("content") if kind in ("store", "append_memory") else None
+        content = raw.strip("\n").rstrip() if isinstance(raw, str) else ""
+        parsed = Parsed(
+            kind, text, canonical=canonical(kind, text, content=content), content=content
+        )  # type: ignore[arg-type]
+        return parsed, None
     text = text or "Skill completed"
     optional = call.args.get("optional") in (True, "true", "True")
     required = not (kind == "ask" and optional)
@@ -92,19 +143,28 @@ class ToolsProtocol:
 
     name = "tools"
 
-    def __init__(self, provider: Provider, prompts: Prompts, *, emit: Emit | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        prompts: Prompts,
+        *,
+        emit: Emit | None = None,
+        memory: bool = False,
+    ) -> None:
         self.provider = provider
         self.prompts = prompts
         self._emit: Callable[[Notice], None] = emit or (lambda event: None)
+        # Calls of every step tool are understood; the memory ones are offered with --memory.
+        self.offered = STEP_TOOLS + MEMORY_TOOLS if memory else STEP_TOOLS
 
-    def system_prompt(self, skill_name: str, skill_body: str, knowledge: str | None) -> str:
+    def system_prompt(self, parts: SystemParts) -> str:
         return self.prompts.system(
-            skill_name, skill_body, knowledge, base="SKILL_SYSTEM_PROMPT_TOOLS"
+            parts, base="SKILL_SYSTEM_PROMPT_TOOLS", memory_base="SKILL_SYSTEM_PROMPT_TOOLS_MEMORY"
         )
 
     async def complete(self, messages: Sequence[Message], *, step: int, on_retry: OnRetry) -> Reply:
         try:
-            return await self.provider.complete(messages, on_retry=on_retry, tools=STEP_TOOLS)
+            return await self.provider.complete(messages, on_retry=on_retry, tools=self.offered)
         except CapabilityRejected as e:
             if e.capability != "tools":
                 raise

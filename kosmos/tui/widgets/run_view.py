@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
+from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import (
     Answer,
     CapabilityFallback,
@@ -17,15 +18,18 @@ from kosmos.events import (
     CommandFinished,
     CommandStarted,
     Directive,
+    FileRead,
     FormatError,
     KnowledgeLoaded,
     LLMReply,
     LLMRequest,
     LLMRetry,
+    MemoryAction,
     Notice,
     ParamsUpdate,
     RunFinished,
     RunStarted,
+    SkillFolderReady,
 )
 from kosmos.tui.messages import (
     ApprovalNeeded,
@@ -37,6 +41,7 @@ from kosmos.tui.messages import (
     RunStateChanged,
 )
 from kosmos.tui.paths import shown_path
+from kosmos.tui.widgets.action import ActionStep
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.steps import AskStep, DoneCard, ErrorCard, MessageStep, Note, Thinking
 
@@ -58,6 +63,7 @@ class RunView(VerticalScroll):
         self.controller: RunController | None = None
         self.operator: TuiOperator | None = None
         self.cmd_steps: dict[int, CmdStep] = {}
+        self.action_steps: dict[int, ActionStep] = {}
         self.asks: dict[int, AskStep] = {}
         self.thinking: Thinking | None = None
         self.knowledge: KnowledgeLoaded | None = None
@@ -133,6 +139,11 @@ class RunView(VerticalScroll):
 
     @on(ApprovalNeeded)
     async def _approval(self, message: ApprovalNeeded) -> None:
+        action = self.action_steps.get(message.proposal.step)
+        if message.proposal.kind != "command" and action is not None:
+            action.request(message.proposal)
+            self._wait_for(action)
+            return
         widget = await self._cmd_step(message.proposal.step, message.proposal.command)
         widget.request(message.proposal)
         self._wait_for(widget)
@@ -187,6 +198,13 @@ class RunView(VerticalScroll):
         elif isinstance(event, KnowledgeLoaded):
             self.knowledge = event
             await self._put(Note(f"System Context loaded from {event.path} (ctrl+o shows it)"))
+        elif isinstance(event, SkillFolderReady):
+            files = f"{len(event.files)} file{'s' if len(event.files) != 1 else ''}"
+            await self._put(Note(f"skill files: {files} in {event.base} ({event.how})"))
+        elif isinstance(event, FileRead | MemoryAction):
+            step = self.action_steps.get(event.step)
+            if step is not None:
+                step.finished(event)
         elif isinstance(event, LLMRequest):
             if self.system_prompt is None:
                 system = [m for m in event.new_messages if m.role == "system"]
@@ -238,6 +256,10 @@ class RunView(VerticalScroll):
             await self._put(MessageStep(event.step, event.text))
         elif event.kind == "done":
             self.done_text = event.text
+        elif event.kind in ACTION_TAGS:
+            widget = ActionStep(event)
+            self.action_steps[event.step] = widget
+            await self._put(widget)
 
     async def _finished(self, event: RunFinished) -> None:
         self._stop_thinking()

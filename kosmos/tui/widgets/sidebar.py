@@ -118,7 +118,7 @@ class Sidebar(Vertical):
         groups = (("local", self.local_skills), (f"on {self.selected_host}", self.remote_skills))
         for label, group in groups:
             for skill in group:
-                text = f"{skill.name} {skill.description}".lower()
+                text = " ".join((skill.name, skill.summary, *skill.triggers)).lower()
                 if wanted and wanted not in text:
                     continue
                 prompt = Text(skill.name)

@@ -141,6 +141,8 @@ class SkillPanel(VerticalScroll):
         )
         if skill.description:
             yield Markdown(skill.description, id="skill-description")
+        for problem in skill.warnings:
+            yield Static(f"warning: {problem}", classes="hint warn", markup=False)
         yield Label("Parameters", classes="section")
         yield ParamsForm(skill, self.given)
         yield Static(_run_hint(skill.name, self.host), classes="hint", id="run-hint")

@@ -1,0 +1,83 @@
+"""What a run learns before step 1: the host's knowledge and OS, the skill's folder, the memory.
+
+Each part goes into the system prompt (seed 001 section 3; --memory adds the Target OS block
+and the memory index) and is announced by an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kosmos.engine.envelope import target_os
+from kosmos.engine.guard import neutralise
+from kosmos.errors import KosmosError
+from kosmos.events import Event, KnowledgeLoaded, Notice, SkillFolderReady
+from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
+from kosmos.hosts.osname import os_name
+from kosmos.hosts.runner import FileUnreadable, Runner
+from kosmos.memory import MemoryRefused, MemoryStore, index_text
+from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
+from kosmos.skills.folder import place_folder
+from kosmos.skills.model import Skill
+
+Emit = Callable[[Event], None]
+
+
+async def detect_os(runner: Runner, *, timeout: float) -> tuple[str | None, str | None]:
+    """(what `uname -s` said, the OS it names); (None, None) when the host would not say."""
+    try:
+        kernel = await target_os(runner, timeout=timeout)
+    except (KosmosError, TimeoutError, OSError):
+        return None, None
+    return kernel, os_name(kernel)
+
+
+async def knowledge(
+    runner: Runner, *, timeout: float, redactor: Redactor, emit: Emit
+) -> str | None:
+    """The host's knowledge file, redacted and fenced (it is data from the host), or None."""
+
+    def skipped(error: FileUnreadable) -> None:
+        emit(Notice(message=f"knowledge file skipped: {error}"))
+
+    try:
+        found = await load_knowledge(runner, timeout=timeout, on_skip=skipped)
+    except KnowledgeTimeout as e:
+        emit(Notice(message=f"knowledge file skipped: {e}"))
+        return None
+    if found is None:
+        return None
+    # Directive-like lines in it are escaped.
+    text = neutralise(redactor(found.text))
+    emit(KnowledgeLoaded(path=found.path, text=text))
+    return text
+
+
+async def skill_body(
+    skill: Skill, runner: Runner, prompts: Prompts, *, timeout: float, emit: Emit
+) -> str:
+    """The skill's text for the Active Skill block; a skill with files beside its SKILL.md
+    gets them on the target first, and its block ends with their base directory."""
+    placed = await place_folder(skill, runner, timeout=timeout)
+    if placed is None:
+        return skill.body
+    emit(
+        SkillFolderReady(
+            base=placed.base, files=list(placed.files), bytes=placed.size, how=placed.how
+        )
+    )
+    folder = prompts.skill_folder(placed.base, list(placed.files))
+    return f"{skill.body}\n\n{folder}"
+
+
+async def memory_index(
+    memory: MemoryStore, prompts: Prompts, redactor: Redactor, emit: Emit
+) -> str:
+    """The Current Memory Index: each note's name and first line."""
+    try:
+        notes = await memory.index()
+    except MemoryRefused as e:
+        emit(Notice(message=f"memory index left empty: {e}"))
+        notes = []
+    return redactor(neutralise(index_text(notes, prompts["SKILL_MEMORY_INDEX_EMPTY"])))
