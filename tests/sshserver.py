@@ -143,6 +143,11 @@ async def _run_process(state: ServerState, process: asyncssh.SSHServerProcess) -
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(local.pid, signal.SIGKILL)
             await local.wait()
+        # Read what is left to its end, so that the pipes close now and not at some later
+        # garbage collection (an unclosed pipe is a ResourceWarning there).
+        for reader in (stdout, stderr):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(reader.read(), 2)
     finally:
         feeder.cancel()
 
