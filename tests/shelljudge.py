@@ -154,6 +154,8 @@ class ShellJudge:
         self._count = 0
         self._free: list[_Slot] = []
         self._lock = threading.Lock()
+        # What the uid already owned (left by an earlier user that had it) is not this run's.
+        self._owned_before = set(self._owned())
 
     def close(self) -> None:
         subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
@@ -299,7 +301,10 @@ class ShellJudge:
         return outcome
 
     def leftovers(self) -> list[str]:
-        """Files the user owns outside its scratch directories (there should be none)."""
+        """Files the user came to own outside its scratch directories (there should be none)."""
+        return [path for path in self._owned() if path not in self._owned_before]
+
+    def _owned(self) -> list[str]:
         found = []
         for top in ("/tmp", "/var/tmp", "/dev/shm"):
             for dirpath, dirnames, filenames in os.walk(top):

@@ -121,6 +121,8 @@ class Sshd:
             os.kill(self.pid, signal.SIGTERM)
         subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
         subprocess.run(["userdel", self.user], capture_output=True)
+        # A later throwaway user may get the same uid: leave nothing it would seem to own.
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _ensure_user(name: str, home: Path) -> None:
