@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from kosmos.chat.settings import ChatSettings
 from kosmos.errors import ConfigError
 from kosmos.memory import DEFAULT_FOLDER
+
+if TYPE_CHECKING:
+    from kosmos.chat.settings import ChatSettings
 
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
 DEFAULT_MODEL = "CHEAP"
@@ -92,11 +95,19 @@ class Settings(BaseModel):
     transcript_dir: Path | None = None
     prompts_file: Path | None = None
     hosts: dict[str, HostSettings] = Field(default_factory=dict)
-    chat: ChatSettings = ChatSettings()
+    # The `chat:` section as written; checked when a file is read, modelled when the chat asks
+    # (a run that is not a chat never loads the chat's settings).
+    chat: dict[str, Any] = Field(default_factory=dict)
     # --memory: the memory prompt. Notes live in memory_dir (relative: to the working
     # directory; kosmos-panel's ./.kosmos-panel/memory when unset).
     memory: bool = False
     memory_dir: Path | None = None
+
+    @cached_property
+    def chat_settings(self) -> ChatSettings:
+        from kosmos.chat.settings import ChatSettings
+
+        return ChatSettings.model_validate(self.chat)
 
     def chat_url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
@@ -172,9 +183,8 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return next((m for m in map(_model_in, args) if m is not None), None)
 
 
-def _keys_at(loc: tuple[Any, ...]) -> tuple[str, ...]:
-    """The keys allowed beside the last part of `loc` (a path into Settings)."""
-    model: type[BaseModel] = Settings
+def _keys_at(loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[str, ...]:
+    """The keys allowed beside the last part of `loc` (a path into `model`)."""
     for part in loc[:-1]:
         if not isinstance(part, str) or part not in model.model_fields:
             continue  # a dict key or a list index: the model stays the same
@@ -185,12 +195,14 @@ def _keys_at(loc: tuple[Any, ...]) -> tuple[str, ...]:
     return tuple(model.model_fields)
 
 
-def _explain(err: ValidationError, source: str) -> ConfigError:
+def _explain(
+    err: ValidationError, source: str, model: type[BaseModel] | None = None, prefix: str = ""
+) -> ConfigError:
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"])
-    field = str(first["loc"][0]) if first["loc"] else ""
+    loc = prefix + ".".join(str(p) for p in first["loc"])
+    field = prefix.rstrip(".") or (str(first["loc"][0]) if first["loc"] else "")
     if first["type"] == "extra_forbidden":
-        keys = ", ".join(_keys_at(tuple(first["loc"])))
+        keys = ", ".join(_keys_at(tuple(first["loc"]), model or Settings))
         return ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {keys}")
     allowed = f"; allowed: {_allowed(field)}" if field in ALLOWED else ""
     return ConfigError(f"{source}: {loc}: {first['msg']}{allowed}")
@@ -220,6 +232,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
         Settings.model_validate(data)
     except ValidationError as e:
         raise _explain(e, str(path)) from e
+    if data.get("chat"):
+        from kosmos.chat.settings import ChatSettings
+
+        try:
+            ChatSettings.model_validate(data["chat"])
+        except ValidationError as e:
+            raise _explain(e, str(path), ChatSettings, prefix="chat.") from e
     return data
 
 

@@ -38,7 +38,7 @@ def _http(base_url: str, settings: Settings, *, provider: str) -> LLMHttp:
 
 def check_texts(settings: Settings, catalog: Catalog) -> None:
     """Every catalog key an HTTP tool names must exist; say which one does not."""
-    for tool in settings.chat.tools:
+    for tool in settings.chat_settings.tools:
         keys = [("texts.failed", tool.texts.failed)]
         keys += [(f"params.{p.name}.too_long", p.too_long) for p in tool.params]
         keys += [(f"params.{p.name}.ready", p.ready) for p in tool.params]
@@ -70,7 +70,7 @@ async def open_chat(
             "use --provider openai with an OpenAI-compatible --base-url (Gemini has one at "
             "https://generativelanguage.googleapis.com/v1beta/openai)"
         )
-    chat = settings.chat
+    chat = settings.chat_settings
     catalog = Catalog(lang, chat.messages)
     check_texts(settings, catalog)
     key = settings.api_key.get_secret_value() if settings.api_key else None

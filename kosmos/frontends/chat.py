@@ -131,13 +131,13 @@ class ChatFrontend:
         req, settings = self.request, self.settings
         log_path = req.log or default_log_path(self.env, self.home)
         skills: list[Skill] = []
-        if settings.chat.skills:
+        if settings.chat_settings.skills:
             skills = skill_library(settings, req.skills_dirs, self.env, self.home).list()
         runner = LineSkillRunner(settings, req.host, self.console, self.env, self.home)
         opened = False
         try:
             found = HostSkills(req.host)
-            if settings.chat.skills:
+            if settings.chat_settings.skills:
                 found = await self._host_skills(runner)
             async with open_chat(
                 settings,

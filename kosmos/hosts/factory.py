@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kosmos.config import Settings
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import HostPrompter, Runner
-from kosmos.hosts.ssh import SSHRunner
-from kosmos.hosts.sshconfig import SSHConfigFile
 from kosmos.hosts.target import LOCAL, parse_target
+
+if TYPE_CHECKING:
+    from kosmos.hosts.sshconfig import SSHConfigFile
 
 
 def make_runner(
@@ -25,6 +27,8 @@ def make_runner(
     ~/.ssh/config, read once for all its hosts."""
     if target.strip() in (LOCAL, ""):
         return LocalRunner()
+    from kosmos.hosts.ssh import SSHRunner  # asyncssh: only for a run that opens SSH
+
     return SSHRunner(
         parse_target(target),
         connect_timeout=settings.connect_timeout,

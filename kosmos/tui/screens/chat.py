@@ -142,7 +142,8 @@ class ChatScreen(Screen[None]):
         return True
 
     def _local_skills(self) -> list[Skill]:
-        return self.app.config.library.list() if self.app.config.settings.chat.skills else []
+        config = self.app.config
+        return config.library.list() if config.settings.chat_settings.skills else []
 
     async def _start(self) -> None:
         """Open the agent, offer the selected host's skills, greet (seed 002 step 1)."""
@@ -170,7 +171,7 @@ class ChatScreen(Screen[None]):
         self.host = host
         self.query_one("#chat-host", Label).update(f"◆ {host}")
         found = HostSkills(host)
-        if self.app.config.settings.chat.skills and host != "local":
+        if self.app.config.settings.chat_settings.skills and host != "local":
             self._say(agent.t("host_looking", host=host), "progress")
             found = await self._list(host)
         offer(agent, self._local_skills(), found)
@@ -220,7 +221,7 @@ class ChatScreen(Screen[None]):
             self.app.notify(f"chat ended; log: {self.log_path}")
             return
         config = self.app.config
-        catalog = Catalog(pick_lang(None, config.env), config.settings.chat.messages)
+        catalog = Catalog(pick_lang(None, config.env), config.settings.chat_settings.messages)
         self._say(f"{catalog('chat_ended')} (log: {self.log_path})", "note")
 
     # -- events --------------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""Start-up: a command imports what it needs when it needs it.
+
+Each test runs the real CLI under `python -X importtime` and reads which modules it loaded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.llmserver import ScriptedLLM
+
+SKILL = """---
+name: probe
+description: Look at one thing
+---
+Run one command and report.
+"""
+
+# What a run on the local host has no use for: SSH, the TUI, the chat.
+HEAVY = ("asyncssh", "textual", "kosmos.chat", "kosmos.tui", "kosmos.hosts.ssh")
+
+
+def imported(stderr: str) -> set[str]:
+    """Module names from `-X importtime` lines (`import time: self | cumulative | name`)."""
+    names = set()
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def heavy(names: set[str]) -> list[str]:
+    return sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in HEAVY))
+
+
+def test_a_local_run_loads_no_ssh_tui_or_chat(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    (tmp_path / ".kosmos/skills/probe").mkdir(parents=True)
+    (tmp_path / ".kosmos/skills/probe/SKILL.md").write_text(SKILL)
+    llm.script("[CMD] echo started", "[DONE] fine")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kosmos", "run", "probe", "--host", "local"]
+        + ["--non-interactive", "--yes", "--transcript", str(tmp_path / "run.jsonl")],
+        env=cli_env,
+        cwd=tmp_path,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = imported(proc.stderr)
+    # The run really happened and importtime really reported: the LLM client is among them.
+    assert len(llm.requests) == 2 and "httpx" in names
+    assert heavy(names) == []
+
+
+def test_the_ssh_path_is_still_reached_when_a_host_needs_it(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    # The same measure sees asyncssh when the target is an SSH host (so the test above can fail).
+    (tmp_path / ".kosmos/skills/probe").mkdir(parents=True)
+    (tmp_path / ".kosmos/skills/probe/SKILL.md").write_text(SKILL)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kosmos", "run", "probe", "--host"]
+        + ["nosuch.invalid", "--non-interactive", "--transcript", str(tmp_path / "run.jsonl")],
+        env=cli_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 6, proc.stderr[-2000:]
+    assert "asyncssh" in imported(proc.stderr)
+
+
+def test_help_loads_neither_settings_nor_libraries(cli_env: dict, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kosmos", "--help"],
+        env=cli_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "usage: kosmos" in proc.stdout
+    names = imported(proc.stderr)
+    assert "kosmos.cli" in names
+    assert heavy(names) == []
+    assert not {"pydantic", "httpx", "yaml", "asyncio"} & names
+
+
+def test_chat_settings_are_still_checked_when_the_file_is_read(
+    cli_env: dict, tmp_path: Path
+) -> None:
+    (tmp_path / "kosmos.yaml").write_text("chat:\n  exit_comands: [bye]\n")
+    proc = run_cli(["run", "anything", "--host", "local"], env=cli_env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "kosmos.yaml: unknown key 'chat.exit_comands'" in proc.stderr
+    assert "exit_commands" in proc.stderr
