@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
 class Event(BaseModel):
     """Base of every event; `type` names it on the wire (transcript, --json)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     # Events that only matter live (streamed output) are not written to the transcript.
     persist: ClassVar[bool] = True
@@ -64,7 +64,7 @@ class Notice(Event):
 class ToolCall(BaseModel):
     """One function call an LLM asked for (seed 003): its id (if the wire has one), name, args."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str | None = None
     name: str
@@ -78,7 +78,7 @@ class Message(BaseModel):
     call `tool_call_id` (named `name`, which Gemini's functionResponse needs).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
@@ -152,7 +152,9 @@ class StructuredExchange(Event):
     repaired: bool = False
     error: str | None = None
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        frozen=True, populate_by_name=True, serialize_by_alias=True, defer_build=True
+    )
 
 
 DirectiveKind = Literal[
@@ -352,11 +354,13 @@ AnyEvent = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+_adapter: list[TypeAdapter[Any]] = []
 
 Emit = Callable[[Event], None]
 
 
 def parse_event(data: dict[str, Any]) -> Event:
     """Turn one transcript line back into its event."""
-    return EVENT_ADAPTER.validate_python(data)
+    if not _adapter:  # built on first use: a run that reads no transcript never pays for it
+        _adapter.append(TypeAdapter(AnyEvent))
+    return _adapter[0].validate_python(data)

@@ -11,12 +11,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.approval import Policy
 from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
-from kosmos.engine.replay import Recording, ReplayGate, ReplayOperator, ReplayProvider
 from kosmos.engine.resume import Resumed, resume_state
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, Aborted, KosmosError, SkillNotFound, UsageError
@@ -38,6 +38,9 @@ from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
 from kosmos.transcript import Transcript, default_path, read_transcript
+
+if TYPE_CHECKING:
+    from kosmos.engine.replay import Recording
 
 
 @dataclass
@@ -336,6 +339,8 @@ class RunFrontend:
                     f"no bundled recording for {skill.name}; "
                     "try: kosmos run system-overview --replay bundled"
                 )
+        from kosmos.engine.replay import Recording
+
         recording = Recording.from_events(load_events(path, "--replay"), str(path))
         if recording.started.skill != skill.name:
             raise UsageError(
@@ -377,6 +382,8 @@ class RunFrontend:
         operator = self._operator()
         provider: Provider
         if replay is not None:
+            from kosmos.engine.replay import ReplayOperator, ReplayProvider
+
             recording, tolerant = replay
             provider = ReplayProvider(recording, tolerant=tolerant)
             operator = ReplayOperator(recording, operator)
@@ -420,7 +427,10 @@ class RunFrontend:
             transcript=str(path),
             redactor=self.redactor,
         )
-        if isinstance(provider, ReplayProvider):
+        if replay is not None:
+            from kosmos.engine.replay import ReplayGate, ReplayProvider
+
+            assert isinstance(provider, ReplayProvider)
             session.replay_of = provider.recording.source
             session.gate = ReplayGate(provider.recording, session.gate)
             provider.warn = self._replay_warner(session)

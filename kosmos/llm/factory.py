@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from kosmos.config import ENV_API_KEYS, Settings
-from kosmos.llm.gemini import GeminiProvider
 from kosmos.llm.http import LLMHttp
 from kosmos.llm.openai import OpenAIProvider
 from kosmos.llm.provider import Capabilities, Provider
@@ -26,7 +25,11 @@ def make_provider(settings: Settings) -> Provider:
         provider=settings.provider,
     )
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    cls = GeminiProvider if settings.provider == "gemini" else OpenAIProvider
+    cls: type[Provider] = OpenAIProvider
+    if settings.provider == "gemini":
+        from kosmos.llm.gemini import GeminiProvider
+
+        cls = GeminiProvider
     return cls(
         http,
         model=settings.model,
