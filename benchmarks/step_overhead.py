@@ -5,8 +5,9 @@ session with a real transcript (fsync per event). Each step's time is measured f
 request to the next, and split into the LLM round trip, the command and the rest (kosmos).
 
 With `--process`, whole processes instead, side by side in one run (alternating, medians of
-`--repeat`): `kosmos run` of an N-step skill on `local`, and over SSH to a loopback sshd (as
-root: it starts one, as the tests do), each against a floor built from the same libraries in
+`--repeat` after one warm-up run each, bytecode cached as an install has it): `kosmos run` of
+an N-step skill on `local`, and over SSH to a loopback sshd (as root: it starts one, as the
+tests do), each against a floor built from the same libraries in
 one process: httpx to the same scripted LLM, then the command by an asyncio subprocess
 (locally) or an asyncssh connection (over SSH), with the same conversation, nothing else.
 
@@ -169,6 +170,9 @@ def processes(steps: int, repeat: int) -> None:
         "PYTHONPATH": str(ROOT),
     }
     env.pop("SSH_AUTH_SOCK", None)
+    # As installed: bytecode cached (pip compiles what it installs; a checkout compiles once).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kosmos")], check=True)
     sshd = None
     try:
         sshd = start_sshd("steps")
@@ -200,6 +204,8 @@ def processes(steps: int, repeat: int) -> None:
         runs["kosmos run --host box (SSH)"] = [*kosmos_run, "--host", "box"]
     times: dict[str, list[float]] = {name: [] for name in runs}
     try:
+        for argv in runs.values():  # warm-up: page cache, bytecode, sshd's first connection
+            _timed(argv, env, tmp)
         for _ in range(repeat):
             for name, argv in runs.items():
                 times[name].append(_timed(argv, env, tmp))
