@@ -103,6 +103,7 @@ class FleetScreen(Screen[None]):
             on_request=lambda request: self.post_message(ApprovalWaiting(request)),
             answer_all=lambda: self.bar.answer_all,
             open_runner=self.open_runner,
+            passphrases=app.pool.passphrases,
         )
         self.show_host(self.spec.hosts[0].name)
         self.table.focus()
