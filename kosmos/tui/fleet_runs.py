@@ -64,6 +64,9 @@ class FleetSpec:
     params: dict[str, str]
     hosts: list[HostSpec]
     forks: int = DEFAULT_FORKS
+    llm_concurrency: int | None = None
+    # The host that runs first; the others follow (replaying its run) only if it is done.
+    canary: str | None = None
 
 
 class HostFeed:
@@ -301,6 +304,8 @@ class FleetController:
             make_session=make_session,
             provider=provider,
             forks=spec.forks,
+            llm_concurrency=spec.llm_concurrency,
+            canary=spec.canary,
             on_event=on_event,
             redact=self.redactor,
         )
