@@ -78,7 +78,7 @@ class FleetScreen(Screen[None]):
         if self.canary:
             title += f" · canary {self.canary} first, the others only if it is done"
         if self.controller is None:
-            title += " — ready: ctrl+r starts, c makes the highlighted host the canary"
+            title += " · ready: ctrl+r starts"
         return title
 
     @property
