@@ -10,7 +10,7 @@ from textual.widgets import Button, Input, Static
 from kosmos.events import ParamsUpdate
 from kosmos.transcript import read_transcript
 from kosmos.tui.widgets.params_talk import ParamsTalk
-from tests.llmserver import ScriptedLLM, call, calls
+from tests.llmserver import ScriptedLLM, Status, call, calls
 from tests.tuihelpers import awaiting_step, finished, front_view, make_app, until, write_skill
 
 SIZE = (140, 50)
@@ -106,6 +106,20 @@ async def test_an_llm_without_tools_leaves_the_form(llm: ScriptedLLM, home: Path
         assert summary(app).endswith("fill in the form")
         assert not app.main.query_one("#talk-start", Button).disabled
         assert len(app.main.runs) == 0
+
+
+async def test_an_llm_error_is_said_and_talk_tries_again(llm: ScriptedLLM, home: Path) -> None:
+    llm.script(Status(500, {"error": {"message": "model crashed"}}), "Which service?")
+    app = talk_app(llm, home)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query(ParamsTalk), "the conversation offered")
+        await pilot.click("#talk-start")
+        await until(pilot, lambda: "the LLM failed" in summary(app), "the error")
+        assert "model crashed" in summary(app) and summary(app).endswith("Talk tries again")
+        await pilot.click("#talk-start")
+        await until(pilot, lambda: app.main.query(".talk-ai"), "the LLM's question")
+        assert "still needed: service, port" in summary(app)
+    assert len(llm.requests) == 2
 
 
 async def test_escape_leaves_the_conversation(llm: ScriptedLLM, home: Path) -> None:

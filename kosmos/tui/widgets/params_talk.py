@@ -128,9 +128,10 @@ class ParamsTalk(Vertical):
             self._note(f"the LLM failed: {e}; Talk tries again")
             values = None
         finally:
+            # Also when cancelled: another skill was chosen and this widget is going away.
             self.talking = False
             self._pending = None
-            self.query_one("#talk-run", Button).disabled = True
+        self.query_one("#talk-run", Button).disabled = True
         if values is None:
             self.query_one("#talk-start", Button).disabled = False
             return
