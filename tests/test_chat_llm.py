@@ -380,9 +380,11 @@ async def test_gemini_turn_and_its_errors(llm: ScriptedLLM, services: Any, log_p
     assert all(r.path == "/v1beta/models/gemini-x:generateContent" for r in llm.requests)
     # The conversation goes back as Gemini turns: the chat's own notes are the model's.
     second = llm.requests[1].contents
+    # Gemini takes no conversation that ends on the model's turn: the user's says to go on.
     assert second == [
         {"role": "user", "parts": [{"text": "a haiku about rain"}]},
         {"role": "model", "parts": [{"text": "The request is relevant, thinking.."}]},
+        {"role": "user", "parts": [{"text": "Continue."}]},
     ]
 
     # Google refuses a bad key with HTTP 400; the chat says which variable to set.
