@@ -37,16 +37,24 @@ from tests.llmserver import ScriptedLLM  # noqa: E402
 
 
 def answer(record) -> str:  # noqa: ANN001 - tests.llmserver.Recorded
-    if record.system.startswith("You are the intent classifier"):
+    body = record.body
+    if "systemInstruction" in body:  # Gemini's generateContent
+        system = body["systemInstruction"]["parts"][0]["text"]
+    else:
+        system = record.system
+    if system.startswith("You are the intent classifier"):
         return relevant()
     return select("rag_search", question="What is kosmos?")
 
 
-async def chat_turns(llm: ScriptedLLM, services_url: str, turns: int, tools: int) -> list[float]:
+async def chat_turns(
+    llm: ScriptedLLM, services_url: str, turns: int, tools: int, provider: str = "openai"
+) -> list[float]:
     chat = {"skills": tools > 0}
     if tools:
         chat.update(embeddings_base_url=llm.base_url, rank_top_k=5)
-    settings = settings_for(llm.base_url, example_chat(services_url, **chat))
+    url = llm.gemini_base_url if provider == "gemini" else llm.base_url
+    settings = settings_for(url, example_chat(services_url, **chat), provider=provider)
     skills = [make_skill(name=f"skill-{i}") for i in range(tools)]
     times: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,6 +108,7 @@ async def main() -> None:
         bare = await bare_turns(llm, services.base_url, args.turns)
         chat = await chat_turns(llm, services.base_url, args.turns, 0)
         ranked = await chat_turns(llm, services.base_url, args.turns, args.tools)
+        gemini = await chat_turns(llm, services.base_url, args.turns, 0, provider="gemini")
     finally:
         services.stop()
         llm.stop()
@@ -108,6 +117,7 @@ async def main() -> None:
         ("reference: bare HTTP, 2 LLM POSTs + health + search", bare),
         ("kosmos chat turn, 2 HTTP tools", chat),
         (f"kosmos chat turn, 2 HTTP tools + {args.tools} skills, pre-ranked", ranked),
+        ("kosmos chat turn, 2 HTTP tools, on Gemini's generateContent", gemini),
     ]
     for label, values in rows:
         print(f"{label:<60} {ms(values)}")

@@ -11,63 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from kosmos import __version__
+from kosmos.cliflags import (
+    fleet_pace_flags,
+    llm_flags,
+    positive_int,
+    seconds,
+    skills_dir_flag,
+)
 from kosmos.config import Settings, load_settings
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def _skills_dir_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--skills-dir",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="DIR",
-        help="look for skills here first (repeatable)",
-    )
-
-
-def _llm_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("LLM")
-    g.add_argument(
-        "--provider", choices=["openai", "gemini"], help="LLM provider (default: openai)"
-    )
-    g.add_argument(
-        "--base-url",
-        help="API base of the provider, e.g. http://localhost:11434/v1 "
-        "(gemini: https://generativelanguage.googleapis.com/v1beta)",
-    )
-    g.add_argument("--model", help="model name (default: CHEAP, or $AI_MODEL)")
-    g.add_argument(
-        "--protocol",
-        choices=["tags", "json", "tools", "auto"],
-        help="how the LLM answers each step: tags (seed 001, default), json, tools "
-        "(function calling), auto (tools where the provider can, else tags)",
-    )
-    p.add_argument(
-        "--config",
-        type=Path,
-        help="config file instead of ./kosmos.yaml and ~/.config/kosmos/config.yaml",
-    )
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,20 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="INVENTORY",
         help="an Ansible inventory file (INI or YAML) to take the hosts from",
     )
-    fleet.add_argument(
-        "--forks", type=_positive_int, default=10, metavar="N", help="hosts at once (default 10)"
-    )
-    fleet.add_argument(
-        "--llm-concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="LLM requests at once across hosts (default: --forks)",
-    )
-    fleet.add_argument(
-        "--canary",
-        metavar="HOST",
-        help="run the LLM on this host first, then replay its run on the others",
-    )
+    fleet_pace_flags(fleet, what="hosts")
     fleet.add_argument(
         "--canary-from",
         type=Path,
@@ -170,12 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one JSON event per line on stdout; the last is the result",
     )
-    run.add_argument(
-        "--max-steps", type=_positive_int, metavar="N", help="step limit (default 100)"
-    )
+    run.add_argument("--max-steps", type=positive_int, metavar="N", help="step limit (default 100)")
     run.add_argument(
         "--command-timeout",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="per-command timeout in seconds (default 60)",
     )
@@ -189,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="give the LLM kosmos-panel's memory prompt: the target OS, the memory directives "
         "and the notes in memory_dir (config: memory: true)",
     )
-    _skills_dir_flag(run)
+    skills_dir_flag(run)
     rec = run.add_argument_group("recovery")
     rec.add_argument(
         "--resume",
@@ -208,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --replay: only warn where the output differs from the recording",
     )
-    _llm_flags(run)
+    llm_flags(run)
 
     tui = sub.add_parser(
         "tui",
@@ -236,13 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="INVENTORY",
         help="an Ansible inventory file (INI or YAML) to mark the hosts from",
     )
-    tui.add_argument(
-        "--forks",
-        type=_positive_int,
-        default=10,
-        metavar="N",
-        help="fleet hosts at once (default 10)",
-    )
+    fleet_pace_flags(tui, what="fleet hosts")
     tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
     tui.add_argument(
         "--param",
@@ -257,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument(
         "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
     )
-    _skills_dir_flag(tui)
-    _llm_flags(tui)
+    skills_dir_flag(tui)
+    llm_flags(tui)
 
     chat = sub.add_parser(
         "chat",
@@ -286,8 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also log every request and response body (secrets masked)",
     )
-    _skills_dir_flag(chat)
-    _llm_flags(chat)
+    skills_dir_flag(chat)
+    llm_flags(chat)
 
     skills = sub.add_parser(
         "skills", help="list or show skills", description="List or show skills."
@@ -303,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
             else "also list the skills on this host"
         )
         p.add_argument("--host", default=None, metavar="TARGET", help=host_help)
-        _skills_dir_flag(p)
+        skills_dir_flag(p)
         p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
 
     hosts = sub.add_parser(
@@ -463,11 +394,19 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         fleet = resolve_hosts(
             args.host, args.hosts, inventory=args.inventory, ssh_config=ssh_config
         )
+    names = [h.name for h in fleet]
+    if args.canary is not None and fleet and args.canary not in names:
+        raise UsageError(
+            f"--canary {args.canary}: not one of the marked hosts ({', '.join(names[:10])}); "
+            "pick one of them"
+        )
     return run_tui(
         _settings(args),
         host=args.host[0] if args.host else "local",
         fleet=fleet,
         forks=args.forks,
+        llm_concurrency=args.llm_concurrency,
+        canary=args.canary,
         skill=args.skill,
         params=args.param,
         transcript=args.transcript,

@@ -106,15 +106,36 @@ def test_a_service_down_keeps_the_seed_text_and_says_why_on_stderr(
     )
 
 
-def test_a_non_openai_provider_is_refused_with_the_fix(
-    cli_env: dict[str, str], tmp_path: Path
+def test_a_chat_turn_on_gemini(
+    llm: ScriptedLLM, services: Any, cli_env: dict[str, str], tmp_path: Path
 ) -> None:
+    write_config(tmp_path, example_chat(services.base_url, skills=False))
+    llm.script(relevant(), select("rag_search", question="What is kosmos?"))
+    env = {**cli_env, "GEMINI_API_KEY": "AIza-chat-key"}
+    log = tmp_path / "chat.log"
     result = run_cli(
-        ["chat", "--provider", "gemini", "--lang", "en"], env=cli_env, cwd=tmp_path, stdin="q\n"
+        ["chat", "--provider", "gemini", "--base-url", llm.gemini_base_url, "--lang", "en"]
+        + ["--log", str(log), "--verbose"],
+        env=env,
+        cwd=tmp_path,
+        stdin="What is kosmos?\nq\n",
     )
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert "not gemini's own; use --provider openai" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert 'Chose tool rag_search with parameters question="What is kosmos?"' in result.stdout
+    assert "RAG answer: kosmos runs AI skills against servers." in result.stdout
+    assert result.stdout.splitlines()[-1] == "Goodbye!"
+    # Both structured requests went out as generateContent, with Google's key header.
+    assert [r.path for r in llm.requests] == ["/v1beta/models/gemini-2.0-flash:generateContent"] * 2
+    first = llm.requests[0]
+    assert first.headers["x-goog-api-key"] == "AIza-chat-key"
+    assert "authorization" not in {k.lower() for k in first.headers}
+    assert first.capabilities_used() == {"json_schema"}
+    assert "systemInstruction" in first.body
+    assert first.contents[-1]["parts"][-1]["text"].endswith("What is kosmos?")
+    # The verbose log has the bodies, the key masked.
+    text = log.read_text(encoding="utf-8")
+    assert "chat // payload" in text and '"contents"' in text
+    assert "AIza-chat-key" not in text
 
 
 def test_a_skill_runs_on_local_with_approval_and_transcript(

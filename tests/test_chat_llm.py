@@ -370,14 +370,33 @@ async def test_handle_takes_one_line_at_a_time(
     assert len(llm.requests) == 1
 
 
-async def test_gemini_is_refused_with_the_fix(
-    llm: ScriptedLLM, services: Any, log_path: Path
-) -> None:
-    from kosmos.errors import ConfigError
+async def test_gemini_turn_and_its_errors(llm: ScriptedLLM, services: Any, log_path: Path) -> None:
+    settings = cfg(llm, services).model_copy(
+        update={"provider": "gemini", "base_url": llm.gemini_base_url, "model": "gemini-x"}
+    )
+    llm.script(relevant(), select("generate_haiku", theme="rain"))
+    chat = await converse(settings, ["a haiku about rain"], log_path)
+    assert "Haiku: rain in the first light" in chat.out.text
+    assert all(r.path == "/v1beta/models/gemini-x:generateContent" for r in llm.requests)
+    # The conversation goes back as Gemini turns: the chat's own notes are the model's.
+    second = llm.requests[1].contents
+    # Gemini takes no conversation that ends on the model's turn: the user's says to go on.
+    assert second == [
+        {"role": "user", "parts": [{"text": "a haiku about rain"}]},
+        {"role": "model", "parts": [{"text": "The request is relevant, thinking.."}]},
+        {"role": "user", "parts": [{"text": "Continue."}]},
+    ]
 
-    settings = cfg(llm, services).model_copy(update={"provider": "gemini"})
-    with pytest.raises(ConfigError, match="--provider openai"):
-        await converse(settings, [], log_path)
+    # Google refuses a bad key with HTTP 400; the chat says which variable to set.
+    key_error = {
+        "error": {"code": 400, "message": "API key not valid. Please pass a valid API key."}
+    }
+    llm.script(Status(400, key_error))
+    chat = await converse(settings, ["hi"], log_path)
+    assert chat.exit_code == 5
+    assert chat.out.said[-1][0] == "reason"
+    assert "refused the API key" in chat.out.said[-1][1]
+    assert "GEMINI_API_KEY" in chat.out.said[-1][1]
 
 
 async def test_llm_retries_are_logged(llm: ScriptedLLM, services: Any, log_path: Path) -> None:

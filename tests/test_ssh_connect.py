@@ -14,6 +14,7 @@ import pytest
 
 from kosmos.hosts.connect import ConnectFailed, SSHConfigError
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyUnknown
+from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from tests.conftest import run_cli
@@ -73,7 +74,9 @@ async def test_a_trusted_new_key_is_added_to_known_hosts(
     finally:
         await runner.close()
     fingerprint = ssh_server.host_key.get_fingerprint("sha256")
-    assert prompter.asked_keys == [(f"[127.0.0.1]:{ssh_server.port}", "ssh-ed25519", fingerprint)]
+    # The question names the host as the operator typed it, with the address beside it.
+    asked = (f"inproc (127.0.0.1:{ssh_server.port})", "ssh-ed25519", fingerprint)
+    assert prompter.asked_keys == [asked]
     known = (ssh_home / ".ssh" / "known_hosts").read_text()
     assert known.startswith(f"[127.0.0.1]:{ssh_server.port} ssh-ed25519 ")
     # Trusted now: a second connection asks nothing.
@@ -148,6 +151,45 @@ async def test_an_encrypted_key_asks_for_its_passphrase(
         await runner.close()
     assert len(prompter.asked_secrets) == 2
     assert str(ssh_dir / "id_ed25519") in prompter.asked_secrets[0]
+
+
+async def test_a_typed_passphrase_unlocks_the_key_again_on_reconnect(
+    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
+) -> None:
+    ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1])
+    ssh_keys[1].write_private_key(
+        str(ssh_dir / "id_ed25519"), passphrase="open sesame", rounds=2, ignore_few_rounds=True
+    )
+    prompter = Prompter(secrets=["open sesame"])
+    passphrases = Passphrases()
+    runner = runner_for(prompter=prompter, passphrases=passphrases)
+    try:
+        await runner.connect()
+        await runner.close()
+        # A command after the close connects anew: the key opens without a question.
+        assert (await runner.run("echo again", timeout=5)).output.text() == "again\n"
+    finally:
+        await runner.close()
+    assert len(prompter.asked_secrets) == 1
+    assert "open sesame" not in repr(passphrases)
+    # Another runner of the same run (a host connected again) shares what was typed.
+    other = runner_for(prompter=Prompter(), passphrases=passphrases)
+    try:
+        await other.connect()
+    finally:
+        await other.close()
+    # A key whose passphrase changed is asked about again, and the old one forgotten.
+    ssh_keys[1].write_private_key(
+        str(ssh_dir / "id_ed25519"), passphrase="new words", rounds=2, ignore_few_rounds=True
+    )
+    changed = Prompter(secrets=["new words"])
+    third = runner_for(prompter=changed, passphrases=passphrases)
+    try:
+        await third.connect()
+    finally:
+        await third.close()
+    assert len(changed.asked_secrets) == 1
+    assert passphrases.get(ssh_dir / "id_ed25519") == "new words"
 
 
 async def test_an_encrypted_key_without_a_terminal_is_a_clear_error(
@@ -255,7 +297,7 @@ async def test_an_unknown_jump_host_key_names_the_jump_host(
     prompter = Prompter(trust=[False])
     with pytest.raises(HostKeyUnknown):
         await runner_for("behind", prompter=prompter).connect()
-    assert prompter.asked_keys[0][0] == f"[127.0.0.1]:{ssh_server.port}"
+    assert prompter.asked_keys[0][0] == f"jump (127.0.0.1:{ssh_server.port})"
     assert ssh_server.state.forwards == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
 from kosmos.events import CommandFinished, RunFinished
@@ -30,6 +31,16 @@ def fleet_app(llm: ScriptedLLM, home: Path, names: list[str], *, mark: bool = Tr
     if mark:
         app.config.fleet = [HostSpec(n, n) for n in names]
     return app
+
+
+async def start_fleet(pilot: Pilot, app: KosmosApp) -> None:
+    """ctrl+r on the main screen opens the fleet screen; ctrl+r there starts the hosts."""
+    await pilot.press("ctrl+r")
+    await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet screen")
+    screen = app.screen
+    assert isinstance(screen, FleetScreen) and not screen.started
+    await pilot.press("ctrl+r")
+    await until(pilot, lambda: screen.started, "the fleet started")
 
 
 def fleet_screen(app: KosmosApp) -> FleetScreen:
@@ -67,7 +78,7 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.sidebar.marked == names, "the hosts marked")
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "uname -s", 3), "uname waiting on 3 hosts")
         screen = fleet_screen(app)
         assert {screen.table.state_of(n) for n in names} == {"approval"}
@@ -109,7 +120,7 @@ async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, hom
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "cat code", 2), "cat waiting on 2 hosts")
         screen = fleet_screen(app)
         asking = screen.bar.request.proposal.host
@@ -143,7 +154,7 @@ async def test_a_dangerous_command_is_asked_per_host_with_its_name(
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         command = "mkfs.ext4 /dev/kosmos-test-none"
         await until(pilot, waiting_on(app, command, 1), "the first host asked")
         screen = fleet_screen(app)
@@ -180,7 +191,7 @@ async def test_one_answer_for_every_host_asking(llm: ScriptedLLM, home: Path) ->
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         screen = fleet_screen(app)
 
         def all_ask() -> bool:
@@ -217,7 +228,7 @@ async def test_hosts_marked_in_the_sidebar_by_key_and_by_glob(llm: ScriptedLLM, 
         await pilot.press("space")
         assert sidebar.marked == ["web1", "db1"]
         assert "☑" in str(hosts.get_option("host:db1").prompt)
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         await until(pilot, fleet_done(app), "the summary")
         result = fleet_screen(app).controller.result
         assert [h.host for h in result.hosts] == ["web1", "db1"]

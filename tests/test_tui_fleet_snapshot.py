@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Label, Static
 
 from tests.llmserver import ScriptedLLM
-from tests.test_tui_fleet import fleet_app, fleet_done, waiting_on
+from tests.test_tui_fleet import fleet_app, fleet_done, start_fleet, waiting_on
 from tests.tuihelpers import until
 
 SIZE = (120, 40)
@@ -53,7 +53,7 @@ def test_fleet_summary(snap_compare, llm: ScriptedLLM, home: Path, here: Path) -
 
     async def run_before(pilot: Pilot) -> None:
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         for host in ("web1", "web2"):
 
             def asked(host: str = host) -> bool:

@@ -12,7 +12,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.screens.modals import HostKeyModal
 from tests.llmserver import ScriptedLLM
 from tests.sshserver import InProcessSSHServer, write_client_home
-from tests.test_tui_fleet import fleet_done, fleet_screen, waiting_on
+from tests.test_tui_fleet import fleet_done, fleet_screen, start_fleet, waiting_on
 from tests.tuihelpers import make_app, until
 
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
@@ -32,10 +32,11 @@ async def test_a_fleet_over_ssh_trusts_the_key_in_a_modal_and_runs_on_all(
     app.config.fleet = [HostSpec(n, n) for n in names]
     async with app.run_test(size=(140, 45)) as pilot:
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await pilot.press("ctrl+r")
+        await start_fleet(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, HostKeyModal), "the host key modal")
         asked = app.screen.host
-        assert asked in names
+        # Each host by its alias, the address beside it.
+        assert asked in [f"{n} (127.0.0.1:{port})" for n in names]
         fingerprint = ssh_server.host_key.get_fingerprint("sha256")
         assert fingerprint in str(app.screen.query_one("#fingerprint").render())
         await pilot.press("t")

@@ -8,7 +8,7 @@ import asyncssh
 
 from kosmos.transcript import read_transcript
 from kosmos.tui.hostlist import host_choices
-from kosmos.tui.screens.modals import HostKeyModal
+from kosmos.tui.screens.modals import HostKeyModal, SecretModal
 from tests.llmserver import ScriptedLLM
 from tests.sshserver import InProcessSSHServer, write_client_home
 from tests.tuihelpers import (
@@ -39,6 +39,9 @@ async def test_unknown_host_key_is_trusted_in_a_modal_then_the_run_goes_over_ssh
         await until(pilot, lambda: isinstance(app.screen, HostKeyModal), "the host key modal")
         fingerprint = ssh_server.host_key.get_fingerprint("sha256")
         assert fingerprint in str(app.screen.query_one("#fingerprint").render())
+        # The host as the operator knows it, its address beside it.
+        title = str(app.screen.query_one(".dialog-title").render())
+        assert title == f"Unknown host key for inproc (127.0.0.1:{ssh_server.port})"
         await pilot.press("t")
         await until(pilot, _connected(app, "inproc"), "inproc connected")
         assert str(ssh_server.port) in (ssh_home / ".ssh" / "known_hosts").read_text()
@@ -126,3 +129,38 @@ async def test_remote_skills_and_the_system_context_come_from_the_host(
             panel.query_one("#system-prompt").render()
         )
     assert "haproxy" in llm.requests[0].system
+
+
+async def test_a_key_passphrase_is_typed_once_per_session(
+    llm: ScriptedLLM, ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
+) -> None:
+    ssh_dir = write_client_home(ssh_home, ssh_server, ssh_keys[1])
+    ssh_keys[1].write_private_key(
+        str(ssh_dir / "id_ed25519"), passphrase="tui sesame", rounds=2, ignore_few_rounds=True
+    )
+    llm.script("[CMD] echo after-reconnect", "[DONE] checked")
+    app = make_app(
+        llm.base_url, ssh_home, params={"unit": "x"}, hosts=host_choices(ssh_home), host="inproc"
+    )
+    async with app.run_test(size=(140, 45)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, SecretModal), "the passphrase modal")
+        assert "id_ed25519" in str(app.screen.query_one(".dialog-title").render())
+        await pilot.press(*"tui sesame", "enter")
+        await until(pilot, _connected(app, "inproc"), "inproc connected")
+        # The connection goes; the run connects again, and the key opens without asking.
+        await app.pool.drop("inproc")
+        await pilot.press("ctrl+r")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, SecretModal) or awaiting_step(app, 1)(),
+            "step 1 or a second passphrase question",
+        )
+        assert not isinstance(app.screen, SecretModal)
+        await pilot.press("enter")
+        await until(pilot, finished(app), "the run's end")
+        view = front_view(app)
+        assert view.result.status == "done"
+        path = view.controller.transcript_path
+    assert any("echo after-reconnect" in c for c in ssh_server.state.commands)
+    assert "tui sesame" not in path.read_text(encoding="utf-8")
+    assert all("tui sesame" not in str(r.body) for r in llm.requests)

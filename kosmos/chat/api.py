@@ -2,7 +2,8 @@
 
 `post_chat_completions(payload, verbose)` and `post_embeddings(payload, verbose)` fill in the
 default model, log the payload and the response at debug level when verbose, and on failure
-log the stack trace at critical level and return `{"error": "<exception text>"}`.
+log the stack trace at critical level and return `{"error": "<exception text>"}`. On Gemini the
+chat's completions go to `post_generate_content` instead, with the same logging and errors.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from kosmos.chat.log import ChatLog
 from kosmos.errors import LLMError
 from kosmos.events import Message
+from kosmos.llm.gemini import GeminiProvider, parse_generation
 from kosmos.llm.http import BadRequest, LLMHttp
 from kosmos.llm.openai import OpenAIProvider, parse_completion
 from kosmos.llm.provider import (
@@ -26,7 +28,8 @@ from kosmos.llm.provider import (
 
 
 class LLMApi:
-    """The chat's own client of the OpenAI-compatible API: chat completions and embeddings."""
+    """The chat's own client of the LLM API: completions (OpenAI-compatible or Gemini's
+    generateContent, by `provider`) and OpenAI-compatible embeddings."""
 
     def __init__(
         self,
@@ -37,8 +40,10 @@ class LLMApi:
         default_embedding_model: str,
         api_key: str | None = None,
         embeddings_http: LLMHttp | None = None,
+        provider: str = "openai",
     ) -> None:
         self.log = log
+        self.provider = provider
         self.chat_http = chat_http
         self.embeddings_http = embeddings_http
         self.default_model = default_model
@@ -47,9 +52,13 @@ class LLMApi:
         # The exception behind the last `{"error": ...}`, for callers that need its kind.
         self.last_error: BaseException | None = None
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, http: LLMHttp) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
-        if self._api_key:
+        if not self._api_key:
+            return headers
+        if self.provider == "gemini" and http is self.chat_http:
+            headers["x-goog-api-key"] = self._api_key
+        else:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
@@ -62,7 +71,7 @@ class LLMApi:
             data = await http.post(
                 f"{http.base_url}{path}",
                 payload,
-                self._headers(),
+                self._headers(http),
                 on_retry=lambda attempt, reason, delay: self.log.warning(
                     f"{name} // retry {attempt} in {delay:.1f}s after: {reason}"
                 ),
@@ -87,6 +96,15 @@ class LLMApi:
         body = {"model": self.default_model, **payload}
         return await self._post(self.chat_http, "/chat/completions", body, verbose, "chat")
 
+    async def post_generate_content(
+        self, payload: dict[str, Any], verbose: bool = False
+    ) -> dict[str, Any]:
+        """POST /models/{model}:generateContent (Gemini); `payload` holds `contents`."""
+        if "contents" not in payload:
+            raise ValueError("post_generate_content: payload needs 'contents'")
+        path = f"/models/{self.default_model}:generateContent"
+        return await self._post(self.chat_http, path, payload, verbose, "chat")
+
     async def post_embeddings(
         self, payload: dict[str, Any], verbose: bool = False
     ) -> dict[str, Any]:
@@ -105,9 +123,8 @@ class LLMApi:
 
 
 class ApiProvider:
-    """A Provider whose every completion goes through `post_chat_completions`."""
-
-    name = "openai"
+    """A Provider whose every completion goes through the api: `post_chat_completions`, or
+    `post_generate_content` when the api speaks Gemini."""
 
     def __init__(
         self,
@@ -119,12 +136,14 @@ class ApiProvider:
         verbose: bool = False,
     ) -> None:
         self.api = api
+        self.name = api.provider
         self.model = api.default_model
         self.base_url = api.chat_http.base_url
         self.capabilities = capabilities or Capabilities()
         self.verbose = verbose
         # Only builds bodies: requests go through the api, not its http client.
-        self._wire = OpenAIProvider(
+        wire = GeminiProvider if api.provider == "gemini" else OpenAIProvider
+        self._wire = wire(
             api.chat_http,
             model=api.default_model,
             temperature=temperature,
@@ -152,10 +171,20 @@ class ApiProvider:
             temperature=temperature,
             max_tokens=max_tokens,
         )
-        body.pop("model", None)
-        data = await self.api.post_chat_completions(body, self.verbose)
-        if "error" in data and "choices" not in data:
+        gemini = self.name == "gemini"
+        if gemini:
+            data = await self.api.post_generate_content(body, self.verbose)
+        else:
+            body.pop("model", None)
+            data = await self.api.post_chat_completions(body, self.verbose)
+        if "error" in data and not ({"candidates", "choices"} & data.keys()):
             error = self.api.last_error
+            if gemini and isinstance(error, BadRequest) and "api key" in error.detail.lower():
+                # Google answers a missing or wrong key with HTTP 400, not 401.
+                raise LLMError(
+                    f"the LLM at {self.base_url} refused the API key (HTTP 400: "
+                    f"{error.detail}); {self.api.chat_http.key_hint}"
+                ) from error
             if isinstance(error, BadRequest):
                 capability = rejected_capability(
                     error.detail, tools=bool(tools), response_format=response_format
@@ -165,6 +194,8 @@ class ApiProvider:
             if isinstance(error, LLMError):
                 raise error
             raise LLMError(str(data["error"]))
+        if gemini:
+            return parse_generation(data, self.base_url)
         return parse_completion(data, self.base_url)
 
     async def aclose(self) -> None:

@@ -63,13 +63,6 @@ async def open_chat(
     verbose: bool = False,
 ) -> AsyncIterator[ChatAgent]:
     """A ready ChatAgent; everything it opened is closed on the way out."""
-    if settings.provider != "openai":
-        # seed 002 defines the chat's requests as /chat/completions and /embeddings.
-        raise ConfigError(
-            f"kosmos chat speaks the OpenAI-compatible API, not {settings.provider}'s own; "
-            "use --provider openai with an OpenAI-compatible --base-url (Gemini has one at "
-            "https://generativelanguage.googleapis.com/v1beta/openai)"
-        )
     chat = settings.chat_settings
     catalog = Catalog(lang, chat.messages)
     check_texts(settings, catalog)
@@ -82,6 +75,7 @@ async def open_chat(
         default_model=chat.default_model or settings.model,
         default_embedding_model=chat.default_embedding_model,
         api_key=key,
+        provider=settings.provider,
         # The embeddings endpoint is OpenAI-compatible whatever the chat's provider.
         embeddings_http=_http(chat.embeddings_base_url, settings, provider="openai")
         if chat.embeddings_base_url

@@ -273,4 +273,8 @@ class HostDesk:
         return await self.broker.ask_secret(self.host, prompt)
 
     async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
-        return await self.broker.confirm_host_key(self.host, key_type, fingerprint)
+        # `host` is the target with its address (`web1 (10.0.0.5:2222)`); the fleet's name for
+        # the host leads, so an inventory name the target does not carry is shown too.
+        if host != self.host and not host.startswith(f"{self.host} ("):
+            host = f"{self.host} ({host})"
+        return await self.broker.confirm_host_key(host, key_type, fingerprint)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from kosmos.config import Settings
-from kosmos.engine.params_dialog import DialogReply, DialogStalled, DialogState, ParamCollector
-from kosmos.events import Emit, Notice
+from kosmos.engine.params_dialog import DialogReply, DialogState
+from kosmos.events import Emit
 from kosmos.frontends.console import Console, EndOfInput
-from kosmos.llm.factory import make_provider
-from kosmos.llm.provider import CapabilityRejected
+from kosmos.frontends.params_dialogue import dialogue_wanted, run_dialogue
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
+
+__all__ = ["LineParamDialog", "collect_in_dialogue", "dialogue_wanted"]
 
 
 class LineParamDialog:
@@ -43,17 +44,6 @@ class LineParamDialog:
         return DialogReply(text=reply)
 
 
-def dialogue_wanted(
-    skill: Skill, given: dict[str, str], settings: Settings, *, non_interactive: bool
-) -> bool:
-    """seed 003: missing required params, a person at the terminal, a tool-calling LLM."""
-    if non_interactive or not settings.capabilities()["tools"]:
-        return False
-    if any(skill.param(name) is None for name in given):
-        return False  # resolve_params names the unknown param
-    return any(p.required and not (given.get(p.name) or p.default) for p in skill.params)
-
-
 async def collect_in_dialogue(
     skill: Skill,
     given: dict[str, str],
@@ -65,17 +55,12 @@ async def collect_in_dialogue(
 ) -> dict[str, str]:
     """The params collected by dialogue; with an LLM that does not call tools, `given` as it
     was, so that the plain prompts ask for the rest."""
-    provider = make_provider(settings)
+
+    def fallback(message: str) -> None:
+        console.say(console.style(f"  ! {message}", "33"), stream=console.err)
+
     dialog = LineParamDialog(console)
-    collector = ParamCollector(skill, provider, prompts, dialog, emit=emit, given=given)
-    try:
-        return {**given, **await collector.collect()}
-    except (CapabilityRejected, DialogStalled) as e:
-        if isinstance(e, CapabilityRejected) and e.capability != "tools":
-            raise
-        notice = Notice(message=f"the LLM does not take tool calls; asking plainly ({e})")
-        emit(notice)
-        console.say(console.style(f"  ! {notice.message}", "33"), stream=console.err)
-        return given
-    finally:
-        await provider.aclose()
+    values = await run_dialogue(
+        skill, given, settings, prompts, dialog, emit=emit, on_fallback=fallback
+    )
+    return given if values is None else values

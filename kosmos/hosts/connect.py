@@ -32,6 +32,7 @@ from kosmos.hosts.identities import (
     identity_blobs,
     identity_files,
 )
+from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.patience import within
 from kosmos.hosts.runner import HostPrompter
 from kosmos.hosts.sshconfig import ConfigParseError, HostConfig, SSHConfigFile, local_user
@@ -145,9 +146,12 @@ class Connector:
         keepalive_interval: float = KEEPALIVE_INTERVAL,
         keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
         ssh_config: SSHConfigFile | None = None,
+        passphrases: Passphrases | None = None,
     ) -> None:
         self.target = target
         self.connect_timeout = connect_timeout
+        # Passphrases typed in this run (shared by a front end's hosts): a reconnect uses them.
+        self.passphrases = passphrases if passphrases is not None else Passphrases()
         self.prompter = prompter
         # Hears what the connect itself has to say: a key added under accept-new, a
         # known_hosts line skipped. Each notice once per connector (reconnects read again).
@@ -268,6 +272,14 @@ class Connector:
     async def _unlock(
         self, path: Path, certs: list[asyncssh.SSHCertificate]
     ) -> list[asyncssh.SSHKeyPair]:
+        kept = self.passphrases.get(path)
+        if kept is not None:
+            try:
+                return list(asyncssh.load_keypairs(str(path), passphrase=kept, certlist=certs))
+            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
+                self.passphrases.forget(path)
+            finally:
+                del kept
         if self.prompter is None:
             self.locked_keys.append(path)
             return []
@@ -277,7 +289,9 @@ class Connector:
                 break
             try:
                 # With its certificates: CertificateFile's, and `KEY-cert.pub` beside it.
-                return list(asyncssh.load_keypairs(str(path), passphrase=secret, certlist=certs))
+                keys = list(asyncssh.load_keypairs(str(path), passphrase=secret, certlist=certs))
+                self.passphrases.keep(path, secret)
+                return keys
             except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
                 continue  # a wrong passphrase: ask again, as ssh does
             finally:
@@ -357,7 +371,14 @@ class Connector:
 
     async def _decide_key(self, trust: HostTrust, key: asyncssh.SSHKey, hop: _Hop) -> None:
         """A key known_hosts does not vouch for: hostkeys.decide asks, adds or refuses it."""
-        await decide(trust, key, prompter=self.prompter, notify=self._notice, ssh=hop.ssh_login)
+        await decide(
+            trust,
+            key,
+            prompter=self.prompter,
+            notify=self._notice,
+            ssh=hop.ssh_login,
+            label=hop.label,
+        )
 
     def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> ConnectFailed:
         """One line naming the host, what went wrong and what to check."""

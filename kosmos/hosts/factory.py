@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kosmos.config import Settings
 from kosmos.hosts.local import LocalRunner
+from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.target import LOCAL, parse_target
 
@@ -20,11 +21,13 @@ def make_runner(
     prompter: HostPrompter | None = None,
     notify: Callable[[str], None] | None = None,
     ssh_config: SSHConfigFile | None = None,
+    passphrases: Passphrases | None = None,
 ) -> Runner:
     """The runner for one host. `prompter` asks a person about a new host key or a passphrase
     (None: headless, those are errors); `notify` hears about reconnects and what connecting
     has to say (a host key added, a known_hosts line skipped). `ssh_config` is the run's
-    ~/.ssh/config, read once for all its hosts."""
+    ~/.ssh/config, read once for all its hosts; `passphrases` the keys unlocked in this run
+    (in memory only), so that a host connected again is not asked again."""
     if target.strip() in (LOCAL, ""):
         return LocalRunner()
     from kosmos.hosts.ssh import SSHRunner  # asyncssh: only for a run that opens SSH
@@ -35,4 +38,5 @@ def make_runner(
         prompter=prompter,
         notify=notify,
         ssh_config=ssh_config,
+        passphrases=passphrases,
     )

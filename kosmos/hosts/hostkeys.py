@@ -285,6 +285,16 @@ def _is_cert(alg: str) -> bool:
     return alg.endswith("-cert-v01@openssh.com")
 
 
+def shown_name(label: str, rules: TrustRules) -> str:
+    """The host as the operator knows it, with the address it resolves to beside it:
+    `web1 (127.0.0.1:2222)`; just the address when that is what the operator typed."""
+    host = f"[{rules.host}]" if ":" in rules.host else rules.host
+    address = host if rules.port == DEFAULT_PORT else f"{host}:{rules.port}"
+    if label in (address, rules.host, rules.name):
+        return address
+    return f"{label} ({address})"
+
+
 async def decide(
     trust: HostTrust,
     key: asyncssh.SSHKey,
@@ -292,15 +302,18 @@ async def decide(
     prompter: HostPrompter | None,
     notify: Callable[[str], None],
     ssh: str,
+    label: str | None = None,
 ) -> None:
     """A key no known_hosts file vouches for: refuse it (raises), or ask about it, or add it
-    with a notice. A trusted key is written to the first UserKnownHostsFile."""
+    with a notice. A trusted key is written to the first UserKnownHostsFile. The question
+    names the host by `label` (what the operator typed) with its address."""
     verdict = trust.verdict(key)
     name = trust.rules.name
     if verdict == "ask":
         if prompter is None:
             raise trust.refusal(verdict, key, ssh)
-        if not await prompter.confirm_host_key(name, key_type(key), fingerprint(key)):
+        shown = shown_name(label or name, trust.rules)
+        if not await prompter.confirm_host_key(shown, key_type(key), fingerprint(key)):
             raise trust.declined(key)
     elif verdict != "add":
         raise trust.refusal(verdict, key, ssh)

@@ -13,6 +13,7 @@ import asyncssh
 
 from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
+from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import (
     CommandNotStarted,
     CommandResult,
@@ -63,6 +64,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         keepalive_interval: float | None = None,
         keepalive_count_max: int | None = None,
         ssh_config: SSHConfigFile | None = None,
+        passphrases: Passphrases | None = None,
     ) -> None:
         self.target = target
         self.name = target.label
@@ -79,6 +81,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
             notify=self._notice,
             home=home,
             ssh_config=ssh_config,
+            passphrases=passphrases,
             **extra,
         )
         self._link: Link | None = None

@@ -21,6 +21,9 @@ from kosmos.llm.provider import (
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 DEFAULT_MODEL = "gemini-2.0-flash"
 
+# The user's turn after a conversation that ends on the model's (see `contents`).
+CONTINUE = "Continue."
+
 # Keys of JSON Schema that Gemini's function declarations (an OpenAPI subset) refuse.
 _DROP = {"title", "additionalProperties", "default", "$schema", "examples"}
 
@@ -73,6 +76,11 @@ def contents(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
             out[-1]["parts"].extend(parts)
         else:
             out.append({"role": role, "parts": parts or [{"text": ""}]})
+    if out and out[-1]["role"] == "model":
+        # Gemini refuses a conversation that ends on the model's turn ("multiturn requests must
+        # end with a user role or a function response"); the chat's history can (its own notes
+        # follow the request), so the user's turn says to go on.
+        out.append({"role": "user", "parts": [{"text": CONTINUE}]})
     return "\n\n".join(system), out
 
 

@@ -45,6 +45,9 @@ class TuiConfig:
     # are opened (None: as TARGETs, the seam tests use for hosts in folders).
     fleet: list[HostSpec] = field(default_factory=list)
     forks: int = DEFAULT_FORKS
+    # LLM requests at once across a fleet's hosts (None: forks); the host a fleet runs first.
+    llm_concurrency: int | None = None
+    canary: str | None = None
     open_runner: Callable[[HostSpec], Runner] | None = None
     # The home the chat screen puts its log under (None: the user's).
     home: Path | None = None
@@ -132,6 +135,8 @@ def run_tui(
     home: Path,
     fleet: Sequence[HostSpec] = (),
     forks: int = DEFAULT_FORKS,
+    llm_concurrency: int | None = None,
+    canary: str | None = None,
     chat: bool = False,
 ) -> int:
     """Start the app in this terminal; returns its exit code when the operator quits.
@@ -145,6 +150,8 @@ def run_tui(
         hosts=hosts,
         fleet=list(fleet),
         forks=forks,
+        llm_concurrency=llm_concurrency,
+        canary=canary,
         host=host,
         skill=skill,
         params=parse_param_flags(params),

@@ -37,6 +37,7 @@ from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
 from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.hosts.factory import make_runner
+from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
@@ -63,6 +64,9 @@ class FleetSpec:
     params: dict[str, str]
     hosts: list[HostSpec]
     forks: int = DEFAULT_FORKS
+    llm_concurrency: int | None = None
+    # The host that runs first; the others follow (replaying its run) only if it is done.
+    canary: str | None = None
 
 
 class HostFeed:
@@ -209,6 +213,8 @@ class FleetController:
     ssh_config: SSHConfigFile = field(
         default_factory=lambda: SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
     )
+    # Key passphrases typed in this session (in memory only), shared with single runs.
+    passphrases: Passphrases = field(default_factory=Passphrases)
 
     def __post_init__(self) -> None:
         self.desk = TuiFleetDesk(
@@ -253,6 +259,7 @@ class FleetController:
             prompter=self.broker.desk_for(spec.name),
             notify=notify,
             ssh_config=self.ssh_config,
+            passphrases=self.passphrases,
         )
 
     async def run(self) -> FleetFinished:
@@ -297,6 +304,8 @@ class FleetController:
             make_session=make_session,
             provider=provider,
             forks=spec.forks,
+            llm_concurrency=spec.llm_concurrency,
+            canary=spec.canary,
             on_event=on_event,
             redact=self.redactor,
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from kosmos.config import Settings
 from kosmos.errors import HostError
 from kosmos.hosts.factory import make_runner
+from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 
@@ -30,6 +31,9 @@ class HostPool:
         self._locks: dict[str, asyncio.Lock] = {}
         # ~/.ssh/config, read once for every host the session opens.
         self.ssh_config = SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
+        # Key passphrases typed in this session, in memory only: a host connected again (its
+        # connection broke, a fleet run) unlocks the key without asking.
+        self.passphrases = Passphrases()
 
     def connected(self, target: str) -> bool:
         return target in self._runners
@@ -49,6 +53,7 @@ class HostPool:
                     prompter=self.prompter,
                     notify=self.notify,
                     ssh_config=self.ssh_config,
+                    passphrases=self.passphrases,
                 )
                 await runner.connect()
             except HostError as e:

@@ -9,9 +9,10 @@ from pathlib import Path
 from textual.message_pump import MessagePump
 
 from kosmos.config import Settings
+from kosmos.engine.guard import redact_event
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-from kosmos.events import CommandOutput, CommandStarted, Event, RunFinished
+from kosmos.events import CommandOutput, CommandStarted, Event, RunFinished, RunStarted
 from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
@@ -34,6 +35,8 @@ class RunSpec:
     host: str
     transcript: Path | None = None
     prompt: str | None = None
+    # What happened before the run (the parameter dialogue's turns), for its transcript.
+    early: tuple[Event, ...] = ()
 
 
 @dataclass
@@ -129,6 +132,10 @@ class RunController:
 
         def emit(event: Event) -> None:
             transcript.write(event)
+            if isinstance(event, RunStarted):
+                for early in spec.early:
+                    early = redact_event(early, self.redactor)
+                    transcript.write(early.model_copy(update={"host": event.host}))
             self._emit_to_view(event)
 
         self.session = Session(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,11 +41,14 @@ class ApprovalWaiting(Message):
 
 
 class FleetScreen(Screen[None]):
-    """Runs one skill on every host of `spec`; enter opens a host's run view."""
+    """Runs one skill on every host of `spec` once started (after a canary, if one is picked);
+    enter opens a host's run view."""
 
     CSS_PATH = Path(__file__).parent.parent / "fleet.tcss"
 
     BINDINGS = [
+        Binding("ctrl+r", "start", "Start"),
+        Binding("c", "canary", "Canary"),
         Binding("A", "run_all", "Run on all"),
         Binding("ctrl+o", "open_host", "Open host"),
         Binding("ctrl+t", "focus_table", "Hosts"),
@@ -63,11 +66,28 @@ class FleetScreen(Screen[None]):
         self.feeds: dict[str, HostFeed] = {}
         self.controller: FleetController | None = None
         self.shown_host: str | None = None
+        self.canary = spec.canary
+        # What the table shows until the operator starts the fleet.
+        self._ready = [HostRun(h, canary=h.name == spec.canary) for h in spec.hosts]
+
+    def _title(self) -> str:
+        spec = self.spec
+        title = f"▶ {spec.skill.name} on {len(spec.hosts)} hosts · forks {spec.forks}"
+        if spec.llm_concurrency:
+            title += f" · LLM requests {spec.llm_concurrency} at once"
+        if self.canary:
+            title += f" · canary {self.canary} first, the others only if it is done"
+        if self.controller is None:
+            title += " · ready: ctrl+r starts"
+        return title
+
+    @property
+    def started(self) -> bool:
+        return self.controller is not None
 
     def compose(self) -> ComposeResult:
         spec = self.spec
-        title = f"▶ {spec.skill.name} on {len(spec.hosts)} hosts · forks {spec.forks}"
-        yield Static(title, id="fleet-title", markup=False)
+        yield Static(self._title(), id="fleet-title", markup=False)
         yield FleetTable()
         yield ApprovalBar()
         with ContentSwitcher(id="fleet-hosts"):
@@ -86,36 +106,59 @@ class FleetScreen(Screen[None]):
         return self.query_one(ApprovalBar)
 
     def on_mount(self) -> None:
-        app = self.app
-        redactor = app.new_redactor()
         for name, view in self.views.items():
             feed = HostFeed(name, view)
             view.controller = feed  # type: ignore[assignment]
             view.operator = feed  # type: ignore[assignment]
             self.feeds[name] = feed
+        self.show_host(self.spec.hosts[0].name)
+        self.table.focus()
+        self._redraw()
+        self.set_interval(REDRAW_S, self._redraw)
+
+    def action_start(self) -> None:
+        """Start every host (the canary alone first, when there is one)."""
+        if self.started:
+            return
+        app = self.app
         self.controller = FleetController(
-            spec=self.spec,
+            spec=replace(self.spec, canary=self.canary),
             settings=app.config.settings,
             prompts=app.config.prompts,
             prompter=app.prompter,
-            redactor=redactor,
+            redactor=app.new_redactor(),
             feeds=self.feeds,
             on_request=lambda request: self.post_message(ApprovalWaiting(request)),
             answer_all=lambda: self.bar.answer_all,
             open_runner=self.open_runner,
+            passphrases=app.pool.passphrases,
         )
-        self.show_host(self.spec.hosts[0].name)
-        self.table.focus()
+        self.query_one("#fleet-title", Static).update(self._title())
         self.run_worker(self.controller.run(), group="fleet", exit_on_error=False)
         self._redraw()
-        self.set_interval(REDRAW_S, self._redraw)
+        self.refresh_bindings()
+
+    def action_canary(self) -> None:
+        """The highlighted host becomes the canary (again on the canary: no canary)."""
+        host = self.table.highlighted_host
+        if self.started or host is None:
+            return
+        self.canary = None if host == self.canary else host
+        for run in self._ready:
+            run.canary = run.name == self.canary
+        self.query_one("#fleet-title", Static).update(self._title())
+        self._redraw()
+        if self.canary is None:
+            self.notify("no canary: every host starts at once")
+        else:
+            self.notify(f"canary: {host} runs first; the others follow only if it is done")
 
     # -- live state -----------------------------------------------------------------------
 
     @property
     def fleet_runs(self) -> list[HostRun]:
         fleet = self.controller.fleet if self.controller else None
-        return list(fleet.runs.values()) if fleet else []
+        return list(fleet.runs.values()) if fleet else self._ready
 
     def _redraw(self) -> None:
         self.table.update_runs(self.fleet_runs)
@@ -178,7 +221,8 @@ class FleetScreen(Screen[None]):
             return
         self._redraw()
         self.bar.show(None)
-        summary = FleetSummary(controller.result, controller.run_dir, canary=False)
+        canary = controller.spec.canary is not None
+        summary = FleetSummary(controller.result, controller.run_dir, canary=canary)
         self.mount(summary, after=self.table)
         self.refresh_bindings()
 
@@ -208,13 +252,16 @@ class FleetScreen(Screen[None]):
     # -- keys -----------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("start", "canary"):
+            return not self.started
         if action == "run_all":
             return self.bar.can_run_all
         if action == "stop_command":
             feed = self.feeds.get(self.shown_host or "")
             return feed is not None and feed.command_running
         if action == "close":
-            return self.controller is not None and self.controller.result is not None
+            controller = self.controller
+            return controller is None or controller.result is not None
         return True
 
     @on(RunOnAll)
@@ -237,7 +284,7 @@ class FleetScreen(Screen[None]):
             self.notify(f"stopping the command on {feed.name} (its whole process tree)")
 
     def action_close(self) -> None:
-        if self.controller is not None and self.controller.result is not None:
+        if self.controller is None or self.controller.result is not None:
             self.dismiss(None)
 
     def running_commands(self) -> int:
@@ -251,5 +298,14 @@ def fleet_screen(
     targets)."""
     known = {h.name: h for h in config.fleet}
     hosts = [known.get(name, HostSpec(name, name)) for name in sidebar.marked]
-    spec = FleetSpec(skill, params, hosts, forks=config.forks)
+    names = [h.name for h in hosts]
+    canary = config.canary if config.canary in names else None
+    spec = FleetSpec(
+        skill,
+        params,
+        hosts,
+        forks=config.forks,
+        llm_concurrency=config.llm_concurrency,
+        canary=canary,
+    )
     return FleetScreen(spec, open_runner=config.open_runner)

@@ -13,7 +13,8 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from kosmos.errors import KosmosError, SkillNotFound
-from kosmos.events import CommandFinished, CommandStarted, KnowledgeLoaded, LLMRequest
+from kosmos.events import CommandFinished, CommandStarted, Event, KnowledgeLoaded, LLMRequest
+from kosmos.frontends.params_dialogue import dialogue_wanted
 from kosmos.skills.discovery import find_remote_skill, list_remote_skills
 from kosmos.skills.model import Skill
 from kosmos.tui.messages import (
@@ -28,6 +29,7 @@ from kosmos.tui.operator import TuiOperator
 from kosmos.tui.runs import RunController, RunSpec
 from kosmos.tui.screens.fleet import fleet_screen
 from kosmos.tui.widgets.context_panel import ContextPanel
+from kosmos.tui.widgets.params_talk import ParamsTalk
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.sidebar import Sidebar
 from kosmos.tui.widgets.skill_form import SkillPanel
@@ -175,12 +177,15 @@ class MainScreen(Screen[None]):
         config = self.app.config
         given = config.params if skill.name == config.skill or skill.ref == config.skill else None
         await old.remove()
-        await pane.mount(SkillPanel(skill, self._run_target(), given))
+        talk = None
+        if dialogue_wanted(skill, given or {}, config.settings, non_interactive=False):
+            talk = ParamsTalk(skill, config.settings, config.prompts)
+        await pane.mount(SkillPanel(skill, self._run_target(), given, talk))
         self.tabs.active = SKILL_TAB
 
     # -- runs ---------------------------------------------------------------------------
 
-    async def action_start(self) -> None:
+    async def action_start(self, early: tuple[Event, ...] = ()) -> None:
         panel = self.query_one(SkillPanel)
         form = panel.form
         if panel.skill is None or form is None:
@@ -195,8 +200,18 @@ class MainScreen(Screen[None]):
             return
         transcript = self.app.config.transcript
         self.app.config.transcript = None  # --transcript is the first run's
-        spec = RunSpec(panel.skill, params, self.sidebar.selected_host, transcript=transcript)
+        host = self.sidebar.selected_host
+        spec = RunSpec(panel.skill, params, host, transcript=transcript, early=early)
         await self.start_run(spec)
+
+    @on(ParamsTalk.Confirmed)
+    async def _talk_confirmed(self, message: ParamsTalk.Confirmed) -> None:
+        """The values said in the dialogue fill the form, and the skill runs with them."""
+        panel = self.query_one(SkillPanel)
+        if panel.form is None:
+            return
+        panel.form.fill(message.values)
+        await self.action_start(tuple(message.events))
 
     async def start_run(self, spec: RunSpec) -> RunController:
         """Open a tab for a run and start it in a worker; it goes on when another tab is shown."""

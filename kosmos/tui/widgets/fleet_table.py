@@ -40,7 +40,7 @@ def row_of(run: HostRun, now: float) -> tuple[str, ...]:
     """One host's cells as plain text (what the table compares to skip unchanged cells)."""
     state = run.state + (" (replay)" if run.state == "running" and run.mode == "replay" else "")
     return (
-        run.name,
+        f"{run.name} (canary)" if run.canary else run.name,
         state,
         str(run.step or ""),
         _short(run.last_command),

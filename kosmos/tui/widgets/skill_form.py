@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, Markdown, Select, Static
@@ -11,6 +12,7 @@ from kosmos.errors import ParamError
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import resolve_params, validate_value
 from kosmos.tui.paths import shown_path
+from kosmos.tui.widgets.params_talk import ParamsTalk
 
 
 def _run_hint(skill: str, host: str) -> Text:
@@ -102,6 +104,21 @@ class ParamsForm(Vertical):
             self.notify(str(e), severity="error")
             return None
 
+    def fill(self, values: dict[str, str]) -> None:
+        """Put these values in their fields (what the parameter dialogue collected)."""
+        for name, value in values.items():
+            param = self.skill.param(name)
+            if param is None:
+                continue
+            widget = self.query_one(f"#{_field_id(param)}")
+            if isinstance(widget, Select):
+                if value in (param.choices or ()):
+                    widget.value = value
+            else:
+                assert isinstance(widget, Input)
+                widget.value = value
+            self.query_one(f"#error-{name}", Static).update("")
+
     def on_input_changed(self, event: Input.Changed) -> None:
         name = (event.input.id or "").removeprefix("param-")
         if self.skill.param(name) is not None:
@@ -116,11 +133,19 @@ class ParamsForm(Vertical):
 class SkillPanel(VerticalScroll):
     """The Skill tab: name, where it came from, description, the params form, how to start."""
 
-    def __init__(self, skill: Skill | None, host: str, given: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        skill: Skill | None,
+        host: str,
+        given: dict[str, str] | None = None,
+        talk: ParamsTalk | None = None,
+    ) -> None:
         super().__init__(id="skill-panel")
         self.skill = skill
         self.host = host
         self.given = given
+        # The parameter dialogue, offered when required params are missing (seed 003).
+        self.talk = talk
 
     def compose(self) -> ComposeResult:
         skill = self.skill
@@ -144,8 +169,18 @@ class SkillPanel(VerticalScroll):
         for problem in skill.warnings:
             yield Static(f"warning: {problem}", classes="hint warn", markup=False)
         yield Label("Parameters", classes="section")
-        yield ParamsForm(skill, self.given)
+        form = ParamsForm(skill, self.given)
+        yield form
         yield Static(_run_hint(skill.name, self.host), classes="hint", id="run-hint")
+        if self.talk is not None:
+            self.talk.given = form.values
+            yield self.talk
+
+    @on(ParamsTalk.Filled)
+    def _filled(self, message: ParamsTalk.Filled) -> None:
+        message.stop()
+        if self.form is not None:
+            self.form.fill(message.values)
 
     def set_host(self, host: str) -> None:
         self.host = host
