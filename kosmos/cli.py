@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kosmos.cli_args import build_parser
+from kosmos.cli_args import build_parser, parse
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.command is None:
         parser.print_help()
         return 2

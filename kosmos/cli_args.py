@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos import __version__
@@ -323,4 +324,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a shard's run directory")
     merge.add_argument("--json", action="store_true", help="print the fleet result as JSON")
+    # The innermost subcommand given is the one whose usage an unknown flag shows (`parse`).
+    for command in (run, tui, chat, skills, sl, ss, hosts, fleet_cmd, merge):
+        command.set_defaults(command_parser=command)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, except that an unknown flag of a subcommand is reported with
+    that subcommand's usage (`kosmos run --frobnicate` shows `kosmos run`'s, not kosmos's)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = getattr(args, "command_parser", None) or parser
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
