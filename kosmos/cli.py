@@ -68,6 +68,18 @@ def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         )
 
 
+def _non_interactive(args: argparse.Namespace) -> bool:
+    """`--non-interactive`, or no one to answer on standard input (kosmos.frontends.stdin)."""
+    if args.non_interactive:
+        return True
+    from kosmos.frontends.stdin import NOTICE, nobody_to_ask
+
+    if nobody_to_ask(sys.stdin):
+        print(NOTICE, file=sys.stderr, flush=True)
+        return True
+    return False
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from kosmos.frontends.run import RunRequest
 
@@ -77,7 +89,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params=args.param,
         prompt=args.prompt,
         answers=args.answer,
-        non_interactive=args.non_interactive,
+        non_interactive=_non_interactive(args),
         yes=args.yes,
         json=args.json,
         max_steps=args.max_steps,
