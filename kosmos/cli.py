@@ -8,260 +8,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kosmos import __version__
-from kosmos.cliflags import (
-    fleet_pace_flags,
-    llm_flags,
-    positive_int,
-    seconds,
-    skills_dir_flag,
-)
-from kosmos.config import Settings, load_settings
+from kosmos.cli_args import build_parser, parse
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError, UsageError
 
+if TYPE_CHECKING:
+    from kosmos.config import Settings
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kosmos",
-        description="Run AI skills against servers: an LLM works through a SKILL.md step by step; "
-        "kosmos runs the commands it proposes, with your approval.",
-    )
-    parser.add_argument("--version", action="version", version=f"kosmos {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    run = sub.add_parser("run", help="run a skill on a host", description="Run a skill on a host.")
-    run.add_argument(
-        "skill",
-        metavar="SKILL",
-        nargs="?",
-        help="skill name, or a path to a SKILL.md or its folder (optional with --resume)",
-    )
-    run.add_argument(
-        "--host",
-        action="append",
-        default=[],
-        metavar="TARGET",
-        help="local (default), [user@]host[:port] or an ~/.ssh/config alias; "
-        "repeat it to run on several hosts",
-    )
-    fleet = run.add_argument_group("fleets")
-    fleet.add_argument(
-        "--hosts",
-        metavar="PATTERN",
-        help="hosts whose ~/.ssh/config alias matches this glob ('web*'), "
-        "or with -i an inventory group or pattern",
-    )
-    fleet.add_argument(
-        "-i",
-        "--inventory",
-        type=Path,
-        metavar="INVENTORY",
-        help="an Ansible inventory file (INI or YAML) to take the hosts from",
-    )
-    fleet_pace_flags(fleet, what="hosts")
-    fleet.add_argument(
-        "--canary-from",
-        type=Path,
-        metavar="TRANSCRIPT",
-        help="replay this finished run of the skill (one host's transcript) on every host",
-    )
-    fleet.add_argument(
-        "--shard",
-        metavar="K/N",
-        help="take only the K-th of N shares of the hosts (one of N parallel jobs)",
-    )
-    run.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="skill parameter (repeatable)",
-    )
-    run.add_argument("--prompt", help="your own first request instead of 'Execute skill: NAME'")
-    run.add_argument(
-        "--answer",
-        action="append",
-        default=[],
-        metavar="TEXT",
-        help="answer to the next [ASK] (repeatable, in order)",
-    )
-    run.add_argument("--non-interactive", action="store_true", help="never read the terminal (CI)")
-    run.add_argument(
-        "-y",
-        "--yes",
-        action="store_true",
-        help="run proposed commands without asking (--policy auto; dangerous ones still ask)",
-    )
-    run.add_argument(
-        "--policy",
-        choices=["ask", "read-only", "auto"],
-        help="ask for every command (default), run read-only ones unasked, or run all unasked",
-    )
-    run.add_argument(
-        "--allow-dangerous",
-        action="store_true",
-        help="with --non-interactive: let dangerous commands run (they are refused otherwise)",
-    )
-    run.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON event per line on stdout; the last is the result",
-    )
-    run.add_argument("--max-steps", type=positive_int, metavar="N", help="step limit (default 100)")
-    run.add_argument(
-        "--command-timeout",
-        type=seconds,
-        metavar="S",
-        help="per-command timeout in seconds (default 60)",
-    )
-    run.add_argument(
-        "--transcript", type=Path, metavar="PATH", help="where to append the JSONL transcript"
-    )
-    run.add_argument(
-        "--memory",
-        action="store_true",
-        default=None,
-        help="give the LLM kosmos-panel's memory prompt: the target OS, the memory directives "
-        "and the notes in memory_dir (config: memory: true)",
-    )
-    skills_dir_flag(run)
-    rec = run.add_argument_group("recovery")
-    rec.add_argument(
-        "--resume",
-        type=Path,
-        metavar="TRANSCRIPT",
-        help="continue a run that was stopped or killed, from its transcript",
-    )
-    rec.add_argument(
-        "--replay",
-        metavar="TRANSCRIPT",
-        help="play back a transcript's LLM replies instead of calling an LLM; 'bundled' "
-        "replays the recording shipped with the skill",
-    )
-    rec.add_argument(
-        "--replay-tolerant",
-        action="store_true",
-        help="with --replay: only warn where the output differs from the recording",
-    )
-    llm_flags(run)
-
-    tui = sub.add_parser(
-        "tui",
-        help="the interactive terminal UI",
-        description="Choose hosts and skills, run them and approve each step in a terminal UI.",
-    )
-    tui.add_argument(
-        "--host",
-        action="append",
-        default=[],
-        metavar="TARGET",
-        help="host selected at start: local (default), [user@]host[:port] or an ssh alias; "
-        "repeat it to mark several hosts for a fleet run",
-    )
-    tui.add_argument(
-        "--hosts",
-        metavar="PATTERN",
-        help="mark the ~/.ssh/config aliases matching this glob ('web*') for a fleet run, "
-        "or with -i an inventory group or pattern",
-    )
-    tui.add_argument(
-        "-i",
-        "--inventory",
-        type=Path,
-        metavar="INVENTORY",
-        help="an Ansible inventory file (INI or YAML) to mark the hosts from",
-    )
-    fleet_pace_flags(tui, what="fleet hosts")
-    tui.add_argument("--skill", metavar="NAME", help="skill selected at start")
-    tui.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="fill the selected skill's parameter (repeatable)",
-    )
-    tui.add_argument(
-        "--transcript", type=Path, metavar="PATH", help="the first run's JSONL transcript"
-    )
-    tui.add_argument(
-        "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
-    )
-    skills_dir_flag(tui)
-    llm_flags(tui)
-
-    chat = sub.add_parser(
-        "chat",
-        help="talk to an agent whose tools are the skills and HTTP services",
-        description="A line-mode chat: say what you need; kosmos picks a skill or an HTTP "
-        "tool from kosmos.yaml, checks its parameters and runs it.",
-    )
-    chat.add_argument(
-        "--host",
-        default="local",
-        metavar="TARGET",
-        help="where skills run: local (default), [user@]host[:port] or an ~/.ssh/config alias",
-    )
-    chat.add_argument(
-        "--lang", choices=["en", "ru"], help="language of the messages (default: from the locale)"
-    )
-    chat.add_argument(
-        "--log",
-        type=Path,
-        metavar="FILE",
-        help="the detailed log (default: ~/.local/state/kosmos/chat/TIME.log)",
-    )
-    chat.add_argument(
-        "--verbose",
-        action="store_true",
-        help="also log every request and response body (secrets masked)",
-    )
-    skills_dir_flag(chat)
-    llm_flags(chat)
-
-    skills = sub.add_parser(
-        "skills", help="list or show skills", description="List or show skills."
-    )
-    skills_sub = skills.add_subparsers(dest="skills_command", metavar="ACTION")
-    sl = skills_sub.add_parser("list", help="list every skill and where it was found")
-    ss = skills_sub.add_parser("show", help="show one skill: description, parameters, body")
-    ss.add_argument("name", metavar="NAME")
-    for p in (skills, sl, ss):
-        host_help = (
-            "also look for the skill on this host"
-            if p is ss
-            else "also list the skills on this host"
-        )
-        p.add_argument("--host", default=None, metavar="TARGET", help=host_help)
-        skills_dir_flag(p)
-        p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
-
-    hosts = sub.add_parser(
-        "hosts",
-        help="list the hosts in ~/.ssh/config",
-        description="List the host aliases in ~/.ssh/config (wildcards left out).",
-    )
-    hosts.add_argument(
-        "--check",
-        action="store_true",
-        help="connect to each in parallel: reachability, auth, OS and latency",
-    )
-    hosts.add_argument("--config", type=Path, help=argparse.SUPPRESS)
-
-    fleet_cmd = sub.add_parser(
-        "fleet", help="work with fleet runs", description="Work with fleet runs."
-    )
-    fleet_sub = fleet_cmd.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
-    merge = fleet_sub.add_parser(
-        "merge",
-        help="one summary of the run directories of a fleet's shards",
-        description="Merge the run directories of a fleet's shards (--shard K/N) into one "
-        "summary: the table, counts and exit code of a single fleet run.",
-    )
-    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a shard's run directory")
-    merge.add_argument("--json", action="store_true", help="print the fleet result as JSON")
-    return parser
+__all__ = ["build_parser", "main"]
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -276,6 +31,8 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from kosmos.config import load_settings
+
     return load_settings(
         _flags(args),
         env=os.environ,
@@ -311,6 +68,18 @@ def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         )
 
 
+def _non_interactive(args: argparse.Namespace) -> bool:
+    """`--non-interactive`, or no one to answer on standard input (kosmos.frontends.stdin)."""
+    if args.non_interactive:
+        return True
+    from kosmos.frontends.stdin import NOTICE, nobody_to_ask
+
+    if nobody_to_ask(sys.stdin):
+        print(NOTICE, file=sys.stderr, flush=True)
+        return True
+    return False
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from kosmos.frontends.run import RunRequest
 
@@ -320,7 +89,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params=args.param,
         prompt=args.prompt,
         answers=args.answer,
-        non_interactive=args.non_interactive,
+        non_interactive=_non_interactive(args),
         yes=args.yes,
         json=args.json,
         max_steps=args.max_steps,
@@ -349,6 +118,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return asyncio.run(frontend.run())
     except KosmosError as e:
         if frontend is None:
+            from kosmos.config import Settings
             from kosmos.frontends.run import RunFrontend
 
             frontend = RunFrontend(request, Settings(), env={}, home=Path.home())
@@ -425,7 +195,7 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.command is None:
         parser.print_help()
         return 2

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kosmos.errors import ConfigError
 from kosmos.memory import DEFAULT_FOLDER
@@ -40,6 +41,29 @@ ProviderName = Literal["openai", "gemini"]
 ProtocolName = Literal["tags", "json", "tools", "auto"]
 
 
+def url_problem(value: str) -> str | None:
+    """What keeps `value` from being an LLM server's base URL, or None when it is one."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as e:
+        return f"{value!r} is not a URL ({e})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{value!r} is not an http(s) URL"
+    return None
+
+
+def _checked_url(value: str) -> str:
+    problem = url_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# Checked where it is read: a typo fails at once with the file and key, not at the first request.
+BaseUrl = Annotated[str, AfterValidator(_checked_url)]
+
+
 class CapabilitySettings(BaseModel):
     """What a provider (or one of its models) can do; unset keys keep the provider's default."""
 
@@ -55,7 +79,7 @@ class ProviderSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_url: str | None = None
+    base_url: BaseUrl | None = None
     api_key: SecretStr | None = None
     model: str | None = Field(None, min_length=1)
     capabilities: CapabilitySettings = CapabilitySettings()
@@ -79,7 +103,10 @@ class Settings(BaseModel):
     provider: ProviderName = "openai"
     protocol: ProtocolName = "tags"
     providers: dict[ProviderName, ProviderSettings] = Field(default_factory=dict)
-    base_url: str = DEFAULT_BASE_URL
+    base_url: BaseUrl = DEFAULT_BASE_URL
+    # The config file key that set base_url (`base_url in ./kosmos.yaml`), for the hints of
+    # LLM errors; None when a flag, the environment or the default did. Never read from a file.
+    base_url_from: str | None = None
     model: str = Field(DEFAULT_MODEL, min_length=1)
     api_key: SecretStr | None = None
     temperature: float = Field(0.3, ge=0, le=2)
@@ -123,8 +150,8 @@ class Settings(BaseModel):
         return caps
 
 
-# Keys a config file may hold: every field of Settings.
-FILE_KEYS = tuple(Settings.model_fields)
+# Keys a config file may hold: every field of Settings but what kosmos derives itself.
+FILE_KEYS = tuple(k for k in Settings.model_fields if k != "base_url_from")
 
 
 def config_paths(cwd: Path, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -148,6 +175,7 @@ ALLOWED = {
     "protocol": "tags, json, tools or auto",
     "providers": "a mapping of openai/gemini to base_url, api_key, model, capabilities, models",
     "base_url": "an http(s) URL such as http://localhost:11434/v1",
+    "base_url_from": "nothing: kosmos sets it",
     "model": "a model name the server knows",
     "api_key": "a string (better: the KOSMOS_API_KEY environment variable)",
     "temperature": "a number from 0 to 2",
@@ -204,8 +232,12 @@ def _explain(
     if first["type"] == "extra_forbidden":
         keys = ", ".join(_keys_at(tuple(first["loc"]), model or Settings))
         return ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {keys}")
+    last = str(first["loc"][-1]) if first["loc"] else ""
+    if last in ALLOWED:
+        field = last  # providers.openai.base_url: what a base_url may be
     allowed = f"; allowed: {_allowed(field)}" if field in ALLOWED else ""
-    return ConfigError(f"{source}: {loc}: {first['msg']}{allowed}")
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return ConfigError(f"{source}: {loc}: {message}{allowed}")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -226,7 +258,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
             f"{path}: expected a mapping of settings (key: value), got {type(data).__name__}"
         )
     for key in data:
-        if key not in Settings.model_fields:
+        if key not in FILE_KEYS:
             raise ConfigError(f"{path}: unknown key '{key}'; allowed keys: {', '.join(FILE_KEYS)}")
     try:
         Settings.model_validate(data)
@@ -264,6 +296,17 @@ def _provider_section(merged: dict[str, Any], provider: str) -> None:
             merged[key] = defaults[key]
 
 
+def _file_url_source(merged: dict[str, Any], file_of: dict[str, Path], provider: str) -> str | None:
+    """Which key of which file sets the provider's base URL (as `_provider_section` will
+    pick it), or None when no file does."""
+    section = (merged.get("providers") or {}).get(provider)
+    if isinstance(section, dict) and section.get("base_url") is not None:
+        return f"providers.{provider}.base_url in {file_of['providers']}"
+    if "base_url" in file_of and merged.get("provider", "openai") == provider:
+        return f"base_url in {file_of['base_url']}"
+    return None
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     *,
@@ -277,21 +320,27 @@ def load_settings(
     `flags` holds only the options the user actually gave (None values are ignored).
     """
     merged: dict[str, Any] = {}
+    # The file each top-level key was last set by.
+    file_of: dict[str, Path] = {}
     if config_path is not None:
         if not config_path.is_file():
             raise ConfigError(f"{config_path}: config file not found; check --config")
-        merged.update(read_config_file(config_path))
+        paths = [config_path]
     else:
-        for path in config_paths(cwd, env, home):
-            if path.is_file():
-                merged.update(read_config_file(path))
+        paths = [path for path in config_paths(cwd, env, home) if path.is_file()]
+    for path in paths:
+        data = read_config_file(path)
+        merged.update(data)
+        file_of.update(dict.fromkeys(data, path))
 
     provider = (flags or {}).get("provider") or merged.get("provider") or "openai"
+    url_from = _file_url_source(merged, file_of, provider)
     _provider_section(merged, provider)
     from_env: dict[str, Any] = {}
     url_env = ENV_BASE_URLS.get(provider)
     if url_env and env.get(url_env):
         from_env["base_url"] = env[url_env]
+        url_from = url_env
     if env.get(ENV_MODEL):
         from_env["model"] = env[ENV_MODEL]
     for name in ENV_API_KEYS.get(provider, ()):
@@ -300,6 +349,14 @@ def load_settings(
             break
     merged.update(from_env)
     merged.update({k: v for k, v in (flags or {}).items() if v is not None})
+    if (flags or {}).get("base_url") is not None:
+        url_from = "--base-url"
+    if url_from is not None and url_from in ("--base-url", url_env):
+        problem = url_problem(str(merged["base_url"]))
+        if problem is not None:
+            raise ConfigError(f"{url_from}: {problem}; give one such as http://localhost:11434/v1")
+    # The default hints already name the flag and the variable; only a file needs naming.
+    merged["base_url_from"] = url_from if url_from not in ("--base-url", url_env) else None
 
     for key in ("skills_dirs",):
         if key in merged and isinstance(merged[key], str | Path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -71,6 +73,20 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+@contextlib.contextmanager
+def pseudo_terminal() -> Iterator[tuple[int, int]]:
+    """(master, slave) of a new pseudo-terminal. The slave is standard input for a CLI that must
+    see a person at a terminal (without one, `kosmos run` is non-interactive); what the test
+    writes to the master, the CLI reads as typed."""
+    master, slave = pty.openpty()
+    try:
+        yield master, slave
+    finally:
+        for fd in (master, slave):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 # -- SSH: Debian's sshd (one per test worker) and an in-process asyncssh server -----------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kosmos.transcript import read_transcript
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, pseudo_terminal, run_cli
 from tests.llmserver import ScriptedLLM, Status
 
 PROBE = """---
@@ -529,30 +529,22 @@ def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(
 ) -> None:
     llm.script("[ASK] Which one?")
     transcript = project / "t.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kosmos",
-            "run",
-            "probe",
-            "--param",
-            "target=x",
-            "--transcript",
-            str(transcript),
-        ],
-        env=cli_env,
-        cwd=project,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _wait_for(transcript, '"kind": "ask"')
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=20)  # stdin stays open: the run must end by the signal alone
-    _, err = proc.communicate(timeout=5)
+    with pseudo_terminal() as (_, tty):  # a person at a terminal, who types nothing
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kosmos", "run", "probe", "--param", "target=x",
+             "--transcript", str(transcript)],
+            env=cli_env,
+            cwd=project,
+            stdin=tty,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        _wait_for(transcript, '"kind": "ask"')
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)  # the terminal stays open: the run must end by the signal alone
+        _, err = proc.communicate(timeout=5)
     assert proc.returncode == 130, err
     assert read_transcript(transcript)[-1].status == "aborted"
     # The open prompt's line is ended: the summary starts a line of its own.
@@ -569,7 +561,16 @@ def test_sigterm_while_connecting_exits_130_with_one_line(
         silent.settimeout(20)
         port = silent.getsockname()[1]
         proc = _start(
-            ["run", "probe", "--param", "target=x", "--host", f"127.0.0.1:{port}", "--json"],
+            [
+                "run",
+                "probe",
+                "--param",
+                "target=x",
+                "--host",
+                f"127.0.0.1:{port}",
+                "--json",
+                "--non-interactive",
+            ],
             cli_env,
             project,
         )

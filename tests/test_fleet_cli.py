@@ -106,21 +106,26 @@ def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
 def converse(
     args: list[str], *, env: dict[str, str], cwd: Path, replies: list[tuple[str, str]]
 ) -> tuple[int, str, str]:
-    """Run kosmos and answer its prompts as a person would: on seeing each prompt in
-    `replies` (in order), wait a moment, then type the reply."""
+    """Run kosmos and answer its prompts as a person would, at a terminal: on seeing each
+    prompt in `replies` (in order), wait a moment, then type the reply."""
     import subprocess
     import sys
     import time
 
-    with subprocess.Popen(
-        [sys.executable, "-m", "kosmos", *args],
-        env=env,
-        cwd=cwd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as proc:
-        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+    from tests.conftest import pseudo_terminal
+
+    with (
+        pseudo_terminal() as (keyboard, tty),
+        subprocess.Popen(
+            [sys.executable, "-m", "kosmos", *args],
+            env=env,
+            cwd=cwd,
+            stdin=tty,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as proc,
+    ):
+        assert proc.stderr is not None and proc.stdout is not None
         os.set_blocking(proc.stderr.fileno(), False)
         err = b""
         pending = list(replies)
@@ -131,8 +136,7 @@ def converse(
                 prompt, reply = pending.pop(0)
                 err = err.replace(prompt.encode(), b"<" + prompt.encode() + b">", 1)
                 time.sleep(0.5)  # reading the question: the other hosts catch up meanwhile
-                proc.stdin.write(reply.encode() + b"\n")
-                proc.stdin.flush()
+                os.write(keyboard, reply.encode() + b"\n")
             time.sleep(0.02)
         if proc.poll() is None:
             proc.kill()

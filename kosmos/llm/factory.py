@@ -23,6 +23,7 @@ def make_provider(settings: Settings) -> Provider:
         retries=settings.llm_retries,
         key_hint=key_hint(settings),
         provider=settings.provider,
+        url_from=settings.base_url_from,
     )
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     cls: type[Provider] = OpenAIProvider

@@ -21,6 +21,7 @@ MAX_DELAY = 8.0
 RETRY_AFTER_CAP = 60.0
 
 # What to check, per provider, when its server cannot be found or is not what kosmos expects.
+# `{where}` is the config file key that set the base URL (`base_url in ./kosmos.yaml`).
 HINTS = {
     "openai": {
         "refused": "start a local server (e.g. `ollama serve`, then --base-url "
@@ -28,6 +29,10 @@ HINTS = {
         "connect": "check --base-url / AI_KOSMOS_MODEL_BASE_URL and the network",
         "404": "check --base-url (it usually ends in /v1) and --model",
         "api": "an OpenAI-compatible API",
+        "refused_set": "start the LLM server there, or point {where} at one (e.g. `ollama "
+        "serve`, then http://localhost:11434/v1)",
+        "connect_set": "check {where} and the network",
+        "404_set": "check {where} (it usually ends in /v1) and --model",
     },
     "gemini": {
         "refused": "check --base-url / GEMINI_BASE_URL (Google's is "
@@ -35,8 +40,23 @@ HINTS = {
         "connect": "check --base-url / GEMINI_BASE_URL and the network",
         "404": "check --base-url (Gemini's ends in /v1beta) and --model",
         "api": "the Gemini API",
+        "refused_set": "check {where} (Google's is "
+        "https://generativelanguage.googleapis.com/v1beta)",
+        "connect_set": "check {where} and the network",
+        "404_set": "check {where} (Gemini's ends in /v1beta) and --model",
     },
 }
+
+
+def _hints(hints: dict[str, str], url_from: str | None) -> dict[str, str]:
+    """The hints for a base URL set at `url_from`: they name where to change it."""
+    if url_from is None:
+        return hints
+    picked = dict(hints)
+    for key in ("refused", "connect", "404"):
+        picked[key] = hints[f"{key}_set"].format(where=url_from)
+    return picked
+
 
 OnRetry = Callable[[int, str, float], None]
 Sleep = Callable[[float], Awaitable[None]]
@@ -117,6 +137,7 @@ class LLMHttp:
         retries: int,
         key_hint: str,
         provider: str = "openai",
+        url_from: str | None = None,
         on_retry: OnRetry | None = None,
         sleep: Sleep = asyncio.sleep,
         client: httpx.AsyncClient | None = None,
@@ -125,7 +146,7 @@ class LLMHttp:
         self.timeout = timeout
         self.retries = retries
         self.key_hint = key_hint
-        self.hints = HINTS.get(provider, HINTS["openai"])
+        self.hints = _hints(HINTS.get(provider, HINTS["openai"]), url_from)
         self.on_retry = on_retry
         self._sleep = sleep
         self._clients: list[httpx.AsyncClient] = [client] if client is not None else []

@@ -136,7 +136,25 @@ class SkillLibrary:
             raise SkillNotFound(
                 f"{empty_folder}: this folder has no {SKILL_FILE}; pass a skill's folder or file"
             )
+        if _plainly_a_path(ref):
+            raise SkillNotFound(
+                f"{ref}: no such file or folder; check the path, or name a skill "
+                "(kosmos skills list shows all)"
+            )
+        here = self._folder_here(ref)
+        if here is not None:
+            raise SkillNotFound(
+                f"unknown skill '{ref}'; {here}/{SKILL_FILE} is here: to run it, "
+                f"pass its path: kosmos run {here}"
+            )
         raise SkillNotFound(_not_found(ref, entries))
+
+    def _folder_here(self, ref: str) -> str | None:
+        """`./ref` when the working directory holds `ref/SKILL.md`: the operator most likely
+        meant that folder, which only a path (not a bare name) reaches."""
+        if self.cwd is None or _looks_like_path(ref) or not ref.strip():
+            return None
+        return f"./{ref}" if (self.cwd / ref / SKILL_FILE).is_file() else None
 
     # `builtins.list`: inside this class `list` is the method above.
     def _scan(self) -> builtins.list[_Entry]:
@@ -175,6 +193,12 @@ class SkillLibrary:
 
 def _looks_like_path(ref: str) -> bool:
     return "/" in ref or os.sep in ref or ref.endswith(".md") or ref.startswith(("~", "."))
+
+
+def _plainly_a_path(ref: str) -> bool:
+    """A ref no skill name could be (`./x`, `/x`, `~/x`, `x.md`); `lin/x` may be a skill's
+    folder in a library, so it is not."""
+    return ref.endswith(".md") or ref.startswith(("/", "./", "../", "~"))
 
 
 def _skill_files(root: Path) -> Iterator[Path]:
