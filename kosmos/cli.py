@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -115,6 +114,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args)
         frontend = _run_frontend(request, settings)
+        import asyncio
+
         return asyncio.run(frontend.run())
     except KosmosError as e:
         if frontend is None:
@@ -138,6 +139,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         skills_dirs=args.skills_dir,
     )
     frontend = ChatFrontend(request, _settings(args), env=dict(os.environ), home=Path.home())
+    import asyncio
+
     return asyncio.run(frontend.run())
 
 
