@@ -107,7 +107,6 @@ class ChatScreen(Screen[None]):
         self.input.placeholder = BUSY if busy else IDLE
         if not busy and self.is_current and not self.input.has_focus:
             self.input.focus()
-        self.refresh_bindings()
 
     def _say(self, text: str, kind: str) -> None:
         self.conversation.post_message(ChatSaid(text, kind))
