@@ -20,13 +20,13 @@ from kosmos.fleet.targets import HostSpec
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_runs import FleetController, FleetSpec, HostFeed, RunnerFactory
 from kosmos.tui.messages import RunStateChanged
+from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.fleet_approval import ApprovalBar, FleetSummary, RunOnAll
 from kosmos.tui.widgets.fleet_table import FleetTable
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.steps import Note
 
 if TYPE_CHECKING:
-    from kosmos.tui.app import KosmosApp, TuiConfig
     from kosmos.tui.widgets.sidebar import Sidebar
 
 # The table is redrawn at most this often (seconds): 50 busy hosts stay cheap to show.
@@ -53,11 +53,12 @@ class FleetScreen(Screen[None]):
         Binding("ctrl+w", "close", "Close"),
     ]
 
-    app: KosmosApp
-
-    def __init__(self, spec: FleetSpec, *, open_runner: RunnerFactory | None = None) -> None:
+    def __init__(
+        self, spec: FleetSpec, parts: TuiParts, *, open_runner: RunnerFactory | None = None
+    ) -> None:
         super().__init__()
         self.spec = spec
+        self.parts = parts
         self.open_runner = open_runner
         self.views: dict[str, RunView] = {}
         self.feeds: dict[str, HostFeed] = {}
@@ -86,8 +87,8 @@ class FleetScreen(Screen[None]):
         return self.query_one(ApprovalBar)
 
     def on_mount(self) -> None:
-        app = self.app
-        redactor = app.new_redactor()
+        parts = self.parts
+        redactor = parts.new_redactor()
         for name, view in self.views.items():
             feed = HostFeed(name, view)
             view.controller = feed  # type: ignore[assignment]
@@ -95,9 +96,9 @@ class FleetScreen(Screen[None]):
             self.feeds[name] = feed
         self.controller = FleetController(
             spec=self.spec,
-            settings=app.config.settings,
-            prompts=app.config.prompts,
-            prompter=app.prompter,
+            settings=parts.config.settings,
+            prompts=parts.config.prompts,
+            prompter=parts.prompter,
             redactor=redactor,
             feeds=self.feeds,
             on_request=lambda request: self.post_message(ApprovalWaiting(request)),
@@ -167,7 +168,7 @@ class FleetScreen(Screen[None]):
         if worker.group != "fleet":
             return
         if worker.state == WorkerState.ERROR:
-            error = self.app.redactor(f"{worker.error!r}")
+            error = self.parts.redactor(f"{worker.error!r}")
             self.mount(Note(f"the fleet stopped on an internal error: {error}", "warn"), before=0)
         if worker.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self._finished()
@@ -245,11 +246,12 @@ class FleetScreen(Screen[None]):
 
 
 def fleet_screen(
-    config: TuiConfig, skill: Skill, params: dict[str, str], sidebar: Sidebar
+    parts: TuiParts, skill: Skill, params: dict[str, str], sidebar: Sidebar
 ) -> FleetScreen:
     """The fleet screen for the hosts marked in the sidebar (inventory names keep their
     targets)."""
+    config = parts.config
     known = {h.name: h for h in config.fleet}
     hosts = [known.get(name, HostSpec(name, name)) for name in sidebar.marked]
     spec = FleetSpec(skill, params, hosts, forks=config.forks)
-    return FleetScreen(spec, open_runner=config.open_runner)
+    return FleetScreen(spec, parts, open_runner=config.open_runner)
