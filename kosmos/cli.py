@@ -46,6 +46,21 @@ def _skills_dir_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _chat_flags(p: argparse.ArgumentParser, whose: str = "") -> None:
+    """--lang and --log, for `kosmos chat` and for the TUI's chat screen."""
+    p.add_argument(
+        "--lang",
+        choices=["en", "ru"],
+        help=f"language of the{whose} messages (default: from the locale)",
+    )
+    p.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help=f"the{whose} detailed log (default: ~/.local/state/kosmos/chat/TIME.log)",
+    )
+
+
 def _llm_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("LLM")
     g.add_argument(
@@ -257,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument(
         "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
     )
+    _chat_flags(tui, " chat screen's")
     _skills_dir_flag(tui)
     _llm_flags(tui)
 
@@ -272,15 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TARGET",
         help="where skills run: local (default), [user@]host[:port] or an ~/.ssh/config alias",
     )
-    chat.add_argument(
-        "--lang", choices=["en", "ru"], help="language of the messages (default: from the locale)"
-    )
-    chat.add_argument(
-        "--log",
-        type=Path,
-        metavar="FILE",
-        help="the detailed log (default: ~/.local/state/kosmos/chat/TIME.log)",
-    )
+    _chat_flags(chat)
     chat.add_argument(
         "--verbose",
         action="store_true",
@@ -475,6 +483,8 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         env=dict(os.environ),
         home=Path.home(),
         chat=args.chat,
+        chat_lang=args.lang,
+        chat_log=args.log,
     )
 
 

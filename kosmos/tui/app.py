@@ -124,6 +124,8 @@ def run_tui(
     fleet: Sequence[HostSpec] = (),
     forks: int = DEFAULT_FORKS,
     chat: bool = False,
+    chat_lang: str | None = None,
+    chat_log: Path | None = None,
 ) -> int:
     """Start the app in this terminal; returns its exit code when the operator quits.
     `fleet`: hosts marked at start, so that ctrl+r runs the skill on all of them."""
@@ -143,5 +145,7 @@ def run_tui(
         env=env,
         home=home,
         chat=chat,
+        chat_lang=chat_lang,
+        chat_log=chat_log,
     )
     return KosmosApp(config).run() or 0

@@ -42,6 +42,10 @@ class TuiConfig:
     # The home the chat screen puts its log under (None: the user's).
     home: Path | None = None
     chat: bool = False  # open the chat screen at start
+    # The chat's language (None: from the locale) and its log file (None: a new one under
+    # the state directory for each conversation), as `kosmos chat --lang/--log` take them.
+    chat_lang: str | None = None
+    chat_log: Path | None = None
 
 
 class TuiParts(Protocol):

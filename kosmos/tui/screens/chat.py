@@ -114,14 +114,14 @@ class ChatScreen(Screen[None]):
         """A new agent (its own log file); False, with the reason shown, if it cannot start."""
         config = self.parts.config
         home = config.home or Path.home()
-        self.log_path = default_log_path(config.env, home)
+        self.log_path = config.chat_log or default_log_path(config.env, home)
         assert self.skills is not None
         stack = contextlib.AsyncExitStack()
         try:
             self.agent = await stack.enter_async_context(
                 open_chat(
                     config.settings,
-                    lang=pick_lang(None, config.env),
+                    lang=pick_lang(config.chat_lang, config.env),
                     output=ConversationOutput(self.conversation),
                     log_path=self.log_path,
                     env=config.env,
@@ -217,7 +217,7 @@ class ChatScreen(Screen[None]):
             self.app.notify(f"chat ended; log: {self.log_path}")
             return
         config = self.parts.config
-        catalog = Catalog(pick_lang(None, config.env), config.settings.chat.messages)
+        catalog = Catalog(pick_lang(config.chat_lang, config.env), config.settings.chat.messages)
         self._say(f"{catalog('chat_ended')} (log: {self.log_path})", "note")
 
     # -- events --------------------------------------------------------------------------
