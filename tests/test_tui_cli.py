@@ -89,7 +89,12 @@ def test_tui_chat_takes_lang_and_log(
     env.pop("LC_MESSAGES", None)
     command = [sys.executable, "-m", "kosmos", "tui", "--chat", "--lang", "ru", "--log", str(log)]
     term = terminal(command, env=env, cwd=tmp_path)
-    wait(lambda: "Привет! Я агент kosmos" in term.screen(), "the greeting, in Russian")
+
+    def greeted() -> bool:
+        assert term.running, "kosmos tui ended at start (a flag it does not take?)"
+        return "Привет! Я агент kosmos" in term.screen()
+
+    wait(greeted, "the greeting, in Russian")
     term.keys("/quit", "Enter")
     wait(lambda: "AgentEnd" in (log.read_text() if log.exists() else ""), "the chat's end, logged")
     assert log.read_text().count("AgentStart") == 1
