@@ -187,6 +187,8 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         env=dict(os.environ),
         home=Path.home(),
         chat=args.chat,
+        chat_lang=args.lang,
+        chat_log=args.log,
     )
 
 

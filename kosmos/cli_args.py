@@ -64,6 +64,21 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _chat_flags(p: argparse.ArgumentParser, whose: str = "") -> None:
+    """--lang and --log, for `kosmos chat` and for the TUI's chat screen."""
+    p.add_argument(
+        "--lang",
+        choices=["en", "ru"],
+        help=f"language of the{whose} messages (default: from the locale)",
+    )
+    p.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help=f"the{whose} detailed log (default: ~/.local/state/kosmos/chat/TIME.log)",
+    )
+
+
 def _fleet_pace_flags(g: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str) -> None:
     """--forks, --llm-concurrency and --canary, as `kosmos run` and `kosmos tui` take them."""
     g.add_argument(
@@ -250,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument(
         "--chat", action="store_true", help="open the chat screen (kosmos chat's agent) at start"
     )
+    _chat_flags(tui, " chat screen's")
     _skills_dir_flag(tui)
     _llm_flags(tui)
 
@@ -265,15 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TARGET",
         help="where skills run: local (default), [user@]host[:port] or an ~/.ssh/config alias",
     )
-    chat.add_argument(
-        "--lang", choices=["en", "ru"], help="language of the messages (default: from the locale)"
-    )
-    chat.add_argument(
-        "--log",
-        type=Path,
-        metavar="FILE",
-        help="the detailed log (default: ~/.local/state/kosmos/chat/TIME.log)",
-    )
+    _chat_flags(chat)
     chat.add_argument(
         "--verbose",
         action="store_true",

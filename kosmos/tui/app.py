@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 from textual.app import App
@@ -13,49 +12,31 @@ from kosmos.config import Settings
 from kosmos.fleet.orchestrator import DEFAULT_FORKS
 from kosmos.fleet.targets import HostSpec
 from kosmos.frontends.run import skill_library
-from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
-from kosmos.skills.discovery import SkillLibrary
 from kosmos.skills.params import parse_param_flags
 from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
+from kosmos.tui.parts import TuiConfig
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
-from kosmos.tui.screens.chat import chat_running_commands, chat_stop_command, open_chat_screen
+from kosmos.tui.screens.chat import (
+    CHAT_SCREEN,
+    ChatScreen,
+    chat_running_commands,
+    chat_stop_command,
+)
 from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
 
-
-@dataclass
-class TuiConfig:
-    """What the app starts with: settings, skills, the host list and the command-line choices."""
-
-    settings: Settings
-    library: SkillLibrary
-    prompts: Prompts
-    hosts: list[str]
-    host: str = "local"
-    skill: str | None = None
-    params: dict[str, str] = field(default_factory=dict)
-    transcript: Path | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    # Hosts marked for a fleet run at start (--host a --host b, --hosts, -i); how fleet hosts
-    # are opened (None: as TARGETs, the seam tests use for hosts in folders).
-    fleet: list[HostSpec] = field(default_factory=list)
-    forks: int = DEFAULT_FORKS
-    # LLM requests at once across a fleet's hosts (None: forks); the host a fleet runs first.
-    llm_concurrency: int | None = None
-    canary: str | None = None
-    open_runner: Callable[[HostSpec], Runner] | None = None
-    # The home the chat screen puts its log under (None: the user's).
-    home: Path | None = None
-    chat: bool = False  # open the chat screen at start
+__all__ = ["KosmosApp", "TuiConfig", "run_tui"]
 
 
 class KosmosApp(App[int]):
-    """The operator's cockpit: choose a host and a skill, run it, approve its steps."""
+    """The operator's cockpit: choose a host and a skill, run it, approve its steps.
+
+    It is the `TuiParts` its screens are given (config, pool, prompter, redactors)."""
 
     CSS_PATH = Path(__file__).parent / "kosmos.tcss"
     TITLE = "kosmos"
@@ -75,14 +56,21 @@ class KosmosApp(App[int]):
         return Redactor([api_key.get_secret_value()] if api_key else [], env=self.config.env)
 
     def get_default_screen(self) -> MainScreen:
-        return MainScreen()
+        return MainScreen(self)
 
     def on_mount(self) -> None:
         if self.config.chat:
-            open_chat_screen(self)
+            self.action_chat()
 
     def action_chat(self) -> None:
-        open_chat_screen(self)
+        """Show the chat, made once and kept for the app's life (its conversation survives);
+        its skills run on the host selected in the main screen's sidebar."""
+        if not self.is_screen_installed(CHAT_SCREEN):
+            self.install_screen(
+                ChatScreen(self, lambda: self.main.sidebar.selected_host), CHAT_SCREEN
+            )
+        if self.screen is not self.get_screen(CHAT_SCREEN):
+            self.push_screen(CHAT_SCREEN)
 
     def _host_state(self, target: str, state: str, detail: str) -> None:
         if self.screen_stack:
@@ -138,6 +126,8 @@ def run_tui(
     llm_concurrency: int | None = None,
     canary: str | None = None,
     chat: bool = False,
+    chat_lang: str | None = None,
+    chat_log: Path | None = None,
 ) -> int:
     """Start the app in this terminal; returns its exit code when the operator quits.
     `fleet`: hosts marked at start, so that ctrl+r runs the skill on all of them."""
@@ -159,5 +149,7 @@ def run_tui(
         env=env,
         home=home,
         chat=chat,
+        chat_lang=chat_lang,
+        chat_log=chat_log,
     )
     return KosmosApp(config).run() or 0

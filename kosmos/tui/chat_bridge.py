@@ -4,19 +4,16 @@ in a run view there, on the TUI's host, with the TUI's approvals."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from textual.message_pump import MessagePump
 
 from kosmos.chat.agent import Kind, SkillOutcome
 from kosmos.skills.model import Skill
 from kosmos.tui.operator import TuiOperator
+from kosmos.tui.parts import TuiParts
 from kosmos.tui.runs import RunController, RunSpec
 from kosmos.tui.widgets.chat_conversation import ChatSaid, ChatShow
 from kosmos.tui.widgets.run_view import RunView
-
-if TYPE_CHECKING:
-    from kosmos.tui.app import KosmosApp
 
 
 class ConversationOutput:
@@ -32,8 +29,8 @@ class ConversationOutput:
 class TuiSkillRunner:
     """The agent's `SkillRunner`: a run view in the conversation, driven as a run tab is."""
 
-    def __init__(self, app: KosmosApp, conversation: MessagePump, host: Callable[[], str]) -> None:
-        self.app = app
+    def __init__(self, parts: TuiParts, conversation: MessagePump, host: Callable[[], str]) -> None:
+        self.parts = parts
         self.conversation = conversation
         self.host = host
         self.current: RunController | None = None
@@ -53,17 +50,17 @@ class TuiSkillRunner:
 
     async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
         """Run the skill to its end; the operator approves its steps in the view."""
-        config = self.app.config
+        config = self.parts.config
         host = self.host()
         view = RunView(f"{skill.name} @ {host}", id=f"chat-run-{len(self.views) + 1}")
         view.add_class("chat-run")
-        redactor = self.app.new_redactor()
-        operator = TuiOperator(view, self.app.prompter, redactor)
+        redactor = self.parts.new_redactor()
+        operator = TuiOperator(view, self.parts.prompter, redactor)
         controller = RunController(
             spec=RunSpec(skill, params, host),
             settings=config.settings,
             prompts=config.prompts,
-            pool=self.app.pool,
+            pool=self.parts.pool,
             view=view,
             operator=operator,
             redactor=redactor,

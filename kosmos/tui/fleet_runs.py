@@ -23,7 +23,7 @@ from kosmos.config import Settings
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import HostError, KosmosError
-from kosmos.events import CommandOutput, CommandStarted, Event, Notice
+from kosmos.events import CommandOutput, Event, Notice
 from kosmos.fleet.approvals import (
     AnswerRequest,
     ApprovalBroker,
@@ -51,7 +51,7 @@ from kosmos.tui.messages import (
     QuestionNeeded,
     RetryNeeded,
 )
-from kosmos.tui.output import OutputTail
+from kosmos.tui.output import StepOutputs
 
 RunnerFactory = Callable[[HostSpec], Runner]
 
@@ -75,7 +75,7 @@ class HostFeed:
     def __init__(self, name: str, view: MessagePump) -> None:
         self.name = name
         self.view = view
-        self.output = OutputTail()
+        self.output = StepOutputs()
         self.session: Session | None = None
         self._pending: asyncio.Future[Any] | None = None
         self._wrap: Callable[[Any], Any] = lambda value: value
@@ -110,11 +110,9 @@ class HostFeed:
     def emit(self, event: Event) -> None:
         if isinstance(event, CommandOutput):
             # Batched as in a single run: one queued message per burst, not per chunk.
-            if self.output.feed(event.text):
+            if self.output.feed(event.step, event.text):
                 self.view.post_message(OutputReady(event.step))
             return
-        if isinstance(event, CommandStarted):
-            self.output = OutputTail()
         self.view.post_message(EngineEvent(event))
 
     async def ask(self, message: Message, wrap: Callable[[Any], Any]) -> Any:

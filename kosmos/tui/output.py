@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 # What a log view keeps between refreshes: the newest characters, in lines no wider than this.
 MAX_PENDING = 64 * 1024
 MAX_WIDTH = 400
 ELLIPSIS = "…"
+
+# What ends a line on screen: a carriage return alone too, so that a progress line redrawn in
+# place shows every state it went through and nothing is drawn over.
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+# Control characters reach the terminal as they are unless shown as something else: an escape
+# sequence would colour, move the cursor or clear the screen. Each is shown as its control
+# picture (ESC as ␛, BEL as ␇), C1 controls as the replacement character; tab and line ends stay.
+CONTROL_PICTURES = {
+    **{code: 0x2400 + code for code in range(0x20) if chr(code) not in "\t\n\r"},
+    0x7F: 0x2421,
+    **{code: 0xFFFD for code in range(0x80, 0xA0)},
+}
 
 
 class OutputTail:
@@ -50,13 +65,11 @@ class OutputTail:
         self._size = 0
         if not text:
             return ""
+        text = text.translate(CONTROL_PICTURES)
         out: list[str] = []
-        lines = text.split("\n")
-        for i, line in enumerate(lines):
-            if i:
-                out.append("\n")
-                self._column = 0
-                self._cut = False
+        at = 0
+        for end in [*LINE_END.finditer(text), None]:
+            line = text[at : end.start() if end else len(text)]
             room = self.max_width - self._column
             if len(line) <= room:
                 out.append(line)
@@ -65,4 +78,43 @@ class OutputTail:
                 out.append(line[: max(room, 0)] + ELLIPSIS)
                 self._column = self.max_width
                 self._cut = True
+            if end is not None:
+                out.append(end.group())
+                at = end.end()
+                self._column = 0
+                self._cut = False
         return "".join(out)
+
+
+class StepOutputs:
+    """One `OutputTail` per command step, so that each step's output reaches its own widget.
+
+    The engine runs ahead of the screen: when commands run without a question in between, the
+    next one may start, and stream, before the view has handled the previous one's end. Kept
+    apart by step, a late view still finds all of a step's output under its number.
+    """
+
+    def __init__(self) -> None:
+        self._tails: dict[int, OutputTail] = {}
+
+    def feed(self, step: int, text: str) -> bool:
+        """Add a chunk of `step`'s output; True when it is the first since that step's last take."""
+        tail = self._tails.get(step)
+        if tail is None:
+            tail = self._tails[step] = OutputTail()
+        return tail.feed(text)
+
+    def take(self, step: int) -> str:
+        """`step`'s output gathered since the last take (lines cut to width)."""
+        tail = self._tails.get(step)
+        return tail.take() if tail is not None else ""
+
+    def close(self, step: int) -> str:
+        """The rest of `step`'s output; the step has ended and is forgotten."""
+        tail = self._tails.pop(step, None)
+        return tail.take() if tail is not None else ""
+
+    @property
+    def pending(self) -> list[int]:
+        """Steps whose output waits to be shown."""
+        return [step for step, tail in self._tails.items() if tail.pending]

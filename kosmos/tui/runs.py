@@ -12,7 +12,7 @@ from kosmos.config import Settings
 from kosmos.engine.guard import redact_event
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-from kosmos.events import CommandOutput, CommandStarted, Event, RunFinished, RunStarted
+from kosmos.events import CommandOutput, Event, RunFinished, RunStarted
 from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
@@ -22,7 +22,7 @@ from kosmos.skills.model import Skill
 from kosmos.transcript import Transcript, default_path
 from kosmos.tui.messages import EngineEvent, OutputReady
 from kosmos.tui.operator import TuiOperator
-from kosmos.tui.output import OutputTail
+from kosmos.tui.output import StepOutputs
 from kosmos.tui.pool import HostPool
 
 
@@ -54,7 +54,7 @@ class RunController:
     session: Session | None = None
     result: RunFinished | None = None
     transcript_path: Path | None = None
-    output: OutputTail = field(default_factory=OutputTail)
+    output: StepOutputs = field(default_factory=StepOutputs)
 
     @property
     def command_running(self) -> bool:
@@ -69,12 +69,10 @@ class RunController:
 
     def _emit_to_view(self, event: Event) -> None:
         if isinstance(event, CommandOutput):
-            # Batched: the chunk waits in the tail; one queued message per burst, not per chunk.
-            if self.output.feed(event.text):
+            # Batched: the chunk waits in its step's tail; one queued message per burst.
+            if self.output.feed(event.step, event.text):
                 self.view.post_message(OutputReady(event.step))
             return
-        if isinstance(event, CommandStarted):
-            self.output = OutputTail()
         self.view.post_message(EngineEvent(event))
 
     async def _connect(self) -> Runner | None:

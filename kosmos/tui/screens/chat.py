@@ -8,11 +8,12 @@ approvals. The screen stays installed, so leaving it (escape) keeps the conversa
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from textual import on
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
@@ -28,10 +29,8 @@ from kosmos.frontends.chat import default_log_path
 from kosmos.skills.model import Skill
 from kosmos.tui.chat_bridge import ConversationOutput, TuiSkillRunner
 from kosmos.tui.messages import EngineEvent, OutputReady, RunStateChanged
+from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.chat_conversation import ChatSaid, Conversation
-
-if TYPE_CHECKING:
-    from kosmos.tui.app import KosmosApp
 
 CHAT_SCREEN = "chat"
 IDLE = "say what you need; /help lists the tools"
@@ -48,10 +47,11 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+c", "stop_command", "Stop command", priority=True),
     ]
 
-    app: KosmosApp
-
-    def __init__(self) -> None:
+    def __init__(self, parts: TuiParts, selected_host: Callable[[], str]) -> None:
+        """`selected_host`: the host chosen in the main screen's sidebar, where skills run."""
         super().__init__()
+        self.parts = parts
+        self._selected_host = selected_host
         self.agent: ChatAgent | None = None
         self.host: str | None = None
         self.log_path: Path | None = None
@@ -77,10 +77,7 @@ class ChatScreen(Screen[None]):
         return self.query_one("#chat-input", Input)
 
     def on_mount(self) -> None:
-        self.skills = TuiSkillRunner(self.app, self.conversation, self._selected_host)
-
-    def _selected_host(self) -> str:
-        return self.app.main.sidebar.selected_host
+        self.skills = TuiSkillRunner(self.parts, self.conversation, self._selected_host)
 
     def on_screen_resume(self) -> None:
         """Shown (first time, or back from the main screen): start or follow the host."""
@@ -107,7 +104,6 @@ class ChatScreen(Screen[None]):
         self.input.placeholder = BUSY if busy else IDLE
         if not busy and self.is_current and not self.input.has_focus:
             self.input.focus()
-        self.refresh_bindings()
 
     def _say(self, text: str, kind: str) -> None:
         self.conversation.post_message(ChatSaid(text, kind))
@@ -116,16 +112,16 @@ class ChatScreen(Screen[None]):
 
     async def _open(self) -> bool:
         """A new agent (its own log file); False, with the reason shown, if it cannot start."""
-        config = self.app.config
+        config = self.parts.config
         home = config.home or Path.home()
-        self.log_path = default_log_path(config.env, home)
+        self.log_path = config.chat_log or default_log_path(config.env, home)
         assert self.skills is not None
         stack = contextlib.AsyncExitStack()
         try:
             self.agent = await stack.enter_async_context(
                 open_chat(
                     config.settings,
-                    lang=pick_lang(None, config.env),
+                    lang=pick_lang(config.chat_lang, config.env),
                     output=ConversationOutput(self.conversation),
                     log_path=self.log_path,
                     env=config.env,
@@ -142,7 +138,7 @@ class ChatScreen(Screen[None]):
         return True
 
     def _local_skills(self) -> list[Skill]:
-        config = self.app.config
+        config = self.parts.config
         return config.library.list() if config.settings.chat_settings.skills else []
 
     async def _start(self) -> None:
@@ -171,15 +167,15 @@ class ChatScreen(Screen[None]):
         self.host = host
         self.query_one("#chat-host", Label).update(f"◆ {host}")
         found = HostSkills(host)
-        if self.app.config.settings.chat_settings.skills and host != "local":
+        if self.parts.config.settings.chat_settings.skills and host != "local":
             self._say(agent.t("host_looking", host=host), "progress")
             found = await self._list(host)
         offer(agent, self._local_skills(), found)
 
     async def _list(self, host: str) -> HostSkills:
-        settings = self.app.config.settings
+        settings = self.parts.config.settings
         try:
-            runner = await self.app.pool.get(host)
+            runner = await self.parts.pool.get(host)
             found = await host_skills(runner, timeout=settings.remote_skill_timeout)
         except KosmosError as e:
             self._say(f"{e}; only the local skills are offered", "reason")
@@ -220,8 +216,10 @@ class ChatScreen(Screen[None]):
                 self.app.pop_screen()
             self.app.notify(f"chat ended; log: {self.log_path}")
             return
-        config = self.app.config
-        catalog = Catalog(pick_lang(None, config.env), config.settings.chat_settings.messages)
+        config = self.parts.config
+        catalog = Catalog(
+            pick_lang(config.chat_lang, config.env), config.settings.chat_settings.messages
+        )
         self._say(f"{catalog('chat_ended')} (log: {self.log_path})", "note")
 
     # -- events --------------------------------------------------------------------------
@@ -276,28 +274,20 @@ class ChatScreen(Screen[None]):
             self._close = None
 
 
-def open_chat_screen(app: KosmosApp) -> None:
-    """Show the chat, made once and kept for the app's life (its conversation survives)."""
-    if not app.is_screen_installed(CHAT_SCREEN):
-        app.install_screen(ChatScreen(), CHAT_SCREEN)
-    if app.screen is not app.get_screen(CHAT_SCREEN):
-        app.push_screen(CHAT_SCREEN)
-
-
-def _chat(app: KosmosApp) -> ChatScreen | None:
+def _chat(app: App[Any]) -> ChatScreen | None:
     if not app.is_screen_installed(CHAT_SCREEN):
         return None
     screen = app.get_screen(CHAT_SCREEN)
     return screen if isinstance(screen, ChatScreen) else None
 
 
-def chat_running_commands(app: KosmosApp) -> int:
+def chat_running_commands(app: App[Any]) -> int:
     """1 while a skill the chat started runs a command (quitting asks first), else 0."""
     chat = _chat(app)
     return int(chat is not None and chat.skills is not None and chat.skills.command_running)
 
 
-def chat_stop_command(app: KosmosApp) -> None:
+def chat_stop_command(app: App[Any]) -> None:
     chat = _chat(app)
     if chat is not None and chat.skills is not None:
         chat.skills.stop_command()

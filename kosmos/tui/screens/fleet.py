@@ -20,13 +20,13 @@ from kosmos.fleet.targets import HostSpec
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_runs import FleetController, FleetSpec, HostFeed, RunnerFactory
 from kosmos.tui.messages import RunStateChanged
+from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.fleet_approval import ApprovalBar, FleetSummary, RunOnAll
 from kosmos.tui.widgets.fleet_table import FleetTable
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.steps import Note
 
 if TYPE_CHECKING:
-    from kosmos.tui.app import KosmosApp, TuiConfig
     from kosmos.tui.widgets.sidebar import Sidebar
 
 # The table is redrawn at most this often (seconds): 50 busy hosts stay cheap to show.
@@ -56,11 +56,12 @@ class FleetScreen(Screen[None]):
         Binding("ctrl+w", "close", "Close"),
     ]
 
-    app: KosmosApp
-
-    def __init__(self, spec: FleetSpec, *, open_runner: RunnerFactory | None = None) -> None:
+    def __init__(
+        self, spec: FleetSpec, parts: TuiParts, *, open_runner: RunnerFactory | None = None
+    ) -> None:
         super().__init__()
         self.spec = spec
+        self.parts = parts
         self.open_runner = open_runner
         self.views: dict[str, RunView] = {}
         self.feeds: dict[str, HostFeed] = {}
@@ -120,18 +121,18 @@ class FleetScreen(Screen[None]):
         """Start every host (the canary alone first, when there is one)."""
         if self.started:
             return
-        app = self.app
+        parts = self.parts
         self.controller = FleetController(
             spec=replace(self.spec, canary=self.canary),
-            settings=app.config.settings,
-            prompts=app.config.prompts,
-            prompter=app.prompter,
-            redactor=app.new_redactor(),
+            settings=parts.config.settings,
+            prompts=parts.config.prompts,
+            prompter=parts.prompter,
+            redactor=parts.new_redactor(),
             feeds=self.feeds,
             on_request=lambda request: self.post_message(ApprovalWaiting(request)),
             answer_all=lambda: self.bar.answer_all,
             open_runner=self.open_runner,
-            passphrases=app.pool.passphrases,
+            passphrases=parts.pool.passphrases,
         )
         self.query_one("#fleet-title", Static).update(self._title())
         self.run_worker(self.controller.run(), group="fleet", exit_on_error=False)
@@ -210,7 +211,7 @@ class FleetScreen(Screen[None]):
         if worker.group != "fleet":
             return
         if worker.state == WorkerState.ERROR:
-            error = self.app.redactor(f"{worker.error!r}")
+            error = self.parts.redactor(f"{worker.error!r}")
             self.mount(Note(f"the fleet stopped on an internal error: {error}", "warn"), before=0)
         if worker.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self._finished()
@@ -292,10 +293,11 @@ class FleetScreen(Screen[None]):
 
 
 def fleet_screen(
-    config: TuiConfig, skill: Skill, params: dict[str, str], sidebar: Sidebar
+    parts: TuiParts, skill: Skill, params: dict[str, str], sidebar: Sidebar
 ) -> FleetScreen:
     """The fleet screen for the hosts marked in the sidebar (inventory names keep their
     targets)."""
+    config = parts.config
     known = {h.name: h for h in config.fleet}
     hosts = [known.get(name, HostSpec(name, name)) for name in sidebar.marked]
     names = [h.name for h in hosts]
@@ -308,4 +310,4 @@ def fleet_screen(
         llm_concurrency=config.llm_concurrency,
         canary=canary,
     )
-    return FleetScreen(spec, open_runner=config.open_runner)
+    return FleetScreen(spec, parts, open_runner=config.open_runner)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,6 +24,7 @@ from kosmos.tui.messages import (
     SkillChosen,
 )
 from kosmos.tui.operator import TuiOperator
+from kosmos.tui.parts import TuiParts
 from kosmos.tui.runs import RunController, RunSpec
 from kosmos.tui.screens.fleet import fleet_screen
 from kosmos.tui.widgets.context_panel import ContextPanel
@@ -34,9 +33,6 @@ from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.sidebar import Sidebar
 from kosmos.tui.widgets.skill_form import SkillPanel
 from kosmos.tui.widgets.steps import Note
-
-if TYPE_CHECKING:
-    from kosmos.tui.app import KosmosApp
 
 SKILL_TAB = "skill-tab"
 
@@ -53,15 +49,14 @@ class MainScreen(Screen[None]):
         Binding("ctrl+f", "focus_filter", "Filter"),
     ]
 
-    app: KosmosApp
-
-    def __init__(self) -> None:
+    def __init__(self, parts: TuiParts) -> None:
         super().__init__()
+        self.parts = parts
         self.runs: dict[str, RunController] = {}
         self._count = 0
 
     def compose(self) -> ComposeResult:
-        config = self.app.config
+        config = self.parts.config
         with Horizontal(id="body"):
             yield Sidebar(config.hosts, config.host)
             with TabbedContent(id="tabs"), TabPane("Skill", id=SKILL_TAB):
@@ -78,7 +73,7 @@ class MainScreen(Screen[None]):
         return self.query_one("#tabs", TabbedContent)
 
     async def on_mount(self) -> None:
-        config = self.app.config
+        config = self.parts.config
         library = config.library
         self.sidebar.set_skills(library.list(), [])
         for problem in library.errors:
@@ -90,7 +85,7 @@ class MainScreen(Screen[None]):
 
     async def _preselect(self, name: str) -> None:
         try:
-            skill = self.app.config.library.find(name)
+            skill = self.parts.config.library.find(name)
         except SkillNotFound:
             self._find_remote(name)
             return
@@ -105,10 +100,10 @@ class MainScreen(Screen[None]):
         self.run_worker(self._remote_skills(target), group="skills", exclusive=True)
 
     async def _remote_skills(self, target: str) -> None:
-        settings = self.app.config.settings
+        settings = self.parts.config.settings
         errors: list[str] = []
         try:
-            runner = await self.app.pool.get(target)
+            runner = await self.parts.pool.get(target)
             skills = await list_remote_skills(
                 runner, timeout=settings.remote_skill_timeout, errors=errors
             )
@@ -124,9 +119,9 @@ class MainScreen(Screen[None]):
     def _find_remote(self, name: str) -> None:
         async def find() -> None:
             try:
-                runner = await self.app.pool.get(self.sidebar.selected_host)
+                runner = await self.parts.pool.get(self.sidebar.selected_host)
                 skill = await find_remote_skill(
-                    runner, name, timeout=self.app.config.settings.remote_skill_timeout
+                    runner, name, timeout=self.parts.config.settings.remote_skill_timeout
                 )
             except (KosmosError, TimeoutError) as e:
                 self.notify(f"--skill {name}: {e}", severity="error", timeout=10)
@@ -174,7 +169,7 @@ class MainScreen(Screen[None]):
     async def _show_skill(self, skill: Skill) -> None:
         pane = self.query_one(f"#{SKILL_TAB}", TabPane)
         old = self.query_one(SkillPanel)
-        config = self.app.config
+        config = self.parts.config
         given = config.params if skill.name == config.skill or skill.ref == config.skill else None
         await old.remove()
         talk = None
@@ -196,10 +191,10 @@ class MainScreen(Screen[None]):
             self.tabs.active = SKILL_TAB
             return
         if self.sidebar.marked:
-            self.app.push_screen(fleet_screen(self.app.config, panel.skill, params, self.sidebar))
+            self.app.push_screen(fleet_screen(self.parts, panel.skill, params, self.sidebar))
             return
-        transcript = self.app.config.transcript
-        self.app.config.transcript = None  # --transcript is the first run's
+        transcript = self.parts.config.transcript
+        self.parts.config.transcript = None  # --transcript is the first run's
         host = self.sidebar.selected_host
         spec = RunSpec(panel.skill, params, host, transcript=transcript, early=early)
         await self.start_run(spec)
@@ -219,13 +214,13 @@ class MainScreen(Screen[None]):
         n = self._count
         title = f"{spec.skill.name} @ {spec.host}"
         view = RunView(title, id=f"run-{n}")
-        redactor = self.app.new_redactor()
-        operator = TuiOperator(view, self.app.prompter, redactor)
+        redactor = self.parts.new_redactor()
+        operator = TuiOperator(view, self.parts.prompter, redactor)
         controller = RunController(
             spec=spec,
-            settings=self.app.config.settings,
-            prompts=self.app.config.prompts,
-            pool=self.app.pool,
+            settings=self.parts.config.settings,
+            prompts=self.parts.config.prompts,
+            pool=self.parts.pool,
             view=view,
             operator=operator,
             redactor=redactor,
@@ -288,7 +283,7 @@ class MainScreen(Screen[None]):
         worker = event.worker
         if worker.state != WorkerState.ERROR:
             return
-        error = self.app.redactor(f"{worker.error!r}")
+        error = self.parts.redactor(f"{worker.error!r}")
         if worker.group == "runs":
             view = self.query_one(f"#{worker.name}", RunView)
             view.mount(Note(f"the run stopped on an internal error: {error}", "warn"))

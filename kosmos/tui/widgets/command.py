@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, Log, Static
 from kosmos.engine.operator import Approval, CommandProposal
 from kosmos.events import CommandFinished
 from kosmos.tui.messages import Decided
+from kosmos.tui.output import LINE_END
 
 # Lines the output area keeps; older ones scroll away (the transcript keeps head and tail).
 LOG_LINES = 500
@@ -55,7 +56,7 @@ class CmdStep(Vertical):
         self.state = "proposed"
         self._started = 0.0
         self._timer: Timer | None = None
-        self._partial = ""
+        self._after_cr = False
         # What a dangerous command's host-name confirmation approves (the command or its edit).
         self._confirmed = Approval.run()
 
@@ -77,7 +78,8 @@ class CmdStep(Vertical):
         )
         yield Input(classes="confirm-input", id="confirm-input")
         yield Static("", classes="step-error", id="error", markup=False)
-        yield Log(max_lines=LOG_LINES, classes="output", id="output")
+        # One more than LOG_LINES: the log counts the empty line after the last line break.
+        yield Log(max_lines=LOG_LINES + 1, classes="output", id="output")
 
     # -- what the run view calls ----------------------------------------------------------
 
@@ -135,13 +137,20 @@ class CmdStep(Vertical):
         self.query_one("#state", Label).update(f"running {elapsed:.1f} s")
 
     def write(self, text: str) -> None:
-        """Append output; whole lines go to the log in one call (one refresh for the batch)."""
+        """Append output as it came: blank lines, leading blanks, a line not ended yet.
+
+        `Log.write` keeps every line (its `write_lines` drops empty ones); only the newest
+        LOG_LINES lines of a batch are given to it, the rest would scroll away at once.
+        """
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]  # a CR LF split between two batches ends one line, not two
         if not text:
             return
-        lines = (self._partial + text).split("\n")
-        self._partial = lines.pop()
-        if lines:
-            self.query_one("#output", Log).write_lines(lines[-LOG_LINES:])
+        self._after_cr = text.endswith("\r")
+        ends = [m.end() for m in LINE_END.finditer(text)]
+        if len(ends) > LOG_LINES:
+            text = text[ends[-LOG_LINES - 1] :]
+        self.query_one("#output", Log).write(text)
 
     def finished(self, event: CommandFinished) -> None:
         if self._timer is not None:
@@ -157,12 +166,8 @@ class CmdStep(Vertical):
             state = f"exit {code} · {event.duration_s:.1f} s"
             css = "ok" if event.exit_code == 0 else "failed"
         self._set_state(f"{state} · {_size(event.bytes)}", css)
-        log = self.query_one("#output", Log)
-        if self._partial:
-            log.write_line(self._partial)
-            self._partial = ""
         if event.bytes == 0:
-            log.set_class(False, "shown")
+            self.query_one("#output", Log).set_class(False, "shown")
 
     def _set_state(self, text: str, css: str) -> None:
         self.state = css

@@ -171,22 +171,27 @@ class RunView(VerticalScroll):
     @on(OutputReady)
     def _output(self, message: OutputReady) -> None:
         message.stop()
-        # At most one write per FLUSH_INTERVAL: between two, chunks gather in the OutputTail
+        # At most one write per FLUSH_INTERVAL: between two, chunks gather in the step's tail
         # (cheap appends), so a fast producer is read at full speed while keys stay responsive.
         wait = self._last_flush + FLUSH_INTERVAL - time.monotonic()
         if wait > 0:
             if not self._flush_scheduled:
                 self._flush_scheduled = True
-                self.set_timer(wait, lambda: self._flush(message.step))
+                self.set_timer(wait, self._flush)
             return
-        self._flush(message.step)
+        self._flush()
 
-    def _flush(self, step: int) -> None:
+    def _flush(self) -> None:
+        """Write the output of every step that has some waiting (a late timer finds it all)."""
         self._flush_scheduled = False
         self._last_flush = time.monotonic()
-        widget = self.cmd_steps.get(step)
-        if widget is not None and self.controller is not None:
-            widget.write(self.controller.output.take())
+        if self.controller is None:
+            return
+        output = self.controller.output
+        for step in output.pending:
+            widget = self.cmd_steps.get(step)
+            if widget is not None:
+                widget.write(output.take(step))
 
     @on(EngineEvent)
     async def _event(self, message: EngineEvent) -> None:  # noqa: C901 - one branch per event type
@@ -228,7 +233,7 @@ class RunView(VerticalScroll):
         elif isinstance(event, CommandFinished):
             widget = await self._cmd_step(event.step, event.command)
             if self.controller is not None:
-                widget.write(self.controller.output.take())
+                widget.write(self.controller.output.close(event.step))
             widget.finished(event)
         elif isinstance(event, Answer):
             ask = self.asks.get(event.step)
