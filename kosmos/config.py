@@ -15,7 +15,7 @@ from kosmos.errors import ConfigError
 from kosmos.memory import DEFAULT_FOLDER
 
 if TYPE_CHECKING:
-    from kosmos.chat.settings import ChatSettings
+    from kosmos.config_chat import ChatSettings
 
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
 DEFAULT_MODEL = "CHEAP"
@@ -132,7 +132,7 @@ class Settings(BaseModel):
 
     @cached_property
     def chat_settings(self) -> ChatSettings:
-        from kosmos.chat.settings import ChatSettings
+        from kosmos.config_chat import ChatSettings
 
         return ChatSettings.model_validate(self.chat)
 
@@ -265,7 +265,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except ValidationError as e:
         raise _explain(e, str(path)) from e
     if data.get("chat"):
-        from kosmos.chat.settings import ChatSettings
+        from kosmos.config_chat import ChatSettings
 
         try:
             ChatSettings.model_validate(data["chat"])

@@ -321,7 +321,7 @@ def test_language_from_flag_then_locale() -> None:
 
 
 def test_config_messages_add_and_replace_texts() -> None:
-    from kosmos.chat.settings import CatalogEntry
+    from kosmos.config_chat import CatalogEntry
 
     catalog = Catalog(
         "ru", {"goodbye": CatalogEntry(en="Bye", ru="Пока"), "x": CatalogEntry(en="X")}

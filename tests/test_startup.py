@@ -20,7 +20,14 @@ Run one command and report.
 """
 
 # What a run on the local host has no use for: SSH, the TUI, the chat.
-HEAVY = ("asyncssh", "textual", "kosmos.chat", "kosmos.tui", "kosmos.hosts.ssh")
+HEAVY = (
+    "asyncssh",
+    "textual",
+    "kosmos.chat",
+    "kosmos.config_chat",
+    "kosmos.tui",
+    "kosmos.hosts.ssh",
+)
 
 
 def imported(stderr: str) -> set[str]:

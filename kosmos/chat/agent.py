@@ -17,8 +17,8 @@ from kosmos.chat.catalog import Catalog
 from kosmos.chat.http_tools import call_http_tool
 from kosmos.chat.log import ChatLog
 from kosmos.chat.ranking import ToolRanker
-from kosmos.chat.settings import ChatSettings
 from kosmos.chat.tools import Tool, build_tools, format_params, validate
+from kosmos.config_chat import ChatSettings
 from kosmos.errors import EXIT_DONE, EXIT_FAILED, EXIT_LLM, KosmosError, LLMError
 from kosmos.events import Message
 from kosmos.llm.content import ContextMessage

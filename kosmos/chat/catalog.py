@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from kosmos.chat.settings import CatalogEntry
+from kosmos.config_chat import CatalogEntry
 
 Lang = Literal["en", "ru"]
 LANGS: tuple[Lang, ...] = ("en", "ru")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from kosmos.chat.catalog import Catalog
 from kosmos.chat.log import ChatLog
-from kosmos.chat.settings import HttpToolSettings
+from kosmos.config_chat import HttpToolSettings
 
 
 class RagAnswer(BaseModel):

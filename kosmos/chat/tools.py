@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kosmos.chat.catalog import Catalog
-from kosmos.chat.settings import HttpToolSettings
+from kosmos.config_chat import HttpToolSettings
 from kosmos.skills.model import Skill
 
 

@@ -1,6 +1,6 @@
 """The `chat:` section of the config: seed 002's config table plus the HTTP tools.
 
-Kept apart from the chat core so that `kosmos.config` can embed it without importing the rest.
+Beside `kosmos.config`, which checks the section when a file is read; the chat models it.
 """
 
 from __future__ import annotations
