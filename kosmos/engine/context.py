@@ -7,6 +7,7 @@ and the memory index) and is announced by an event.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from kosmos.engine.envelope import target_os
 from kosmos.engine.guard import neutralise
@@ -31,6 +32,33 @@ async def detect_os(runner: Runner, *, timeout: float) -> tuple[str | None, str 
     except (KosmosError, TimeoutError, OSError):
         return None, None
     return kernel, os_name(kernel)
+
+
+@dataclass
+class Learnt:
+    """What a run learnt before run_started, and what stopped it learning."""
+
+    knowledge: str | None = None
+    events: list[Event] = field(default_factory=list)  # to emit once run_started is out
+    failed: Exception | None = None  # ends the run, once it has started
+    kernel: str | None = None
+    os_name: str | None = None
+
+
+async def learn(runner: Runner, *, fresh: bool, timeout: float, redactor: Redactor) -> Learnt:
+    """A fresh run's knowledge file, then the host's OS. Over SSH the knowledge read asks
+    for the OS too, so the two cost one round trip; a resumed run reads no knowledge."""
+    learnt = Learnt()
+    if fresh:
+        try:
+            learnt.knowledge = await knowledge(
+                runner, timeout=timeout, redactor=redactor, emit=learnt.events.append
+            )
+        except Exception as e:  # noqa: BLE001 - raised again inside the run, after run_started
+            learnt.failed = e
+            return learnt
+    learnt.kernel, learnt.os_name = await detect_os(runner, timeout=timeout)
+    return learnt
 
 
 async def knowledge(

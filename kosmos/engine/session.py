@@ -207,9 +207,13 @@ class Session:
         `resume`: continue the conversation a transcript recorded instead of starting anew.
         """
         self._started = time.monotonic()
-        self._kernel, self.os_name = await context.detect_os(
-            self.runner, timeout=self.options.knowledge_timeout
+        learnt = await context.learn(
+            self.runner,
+            fresh=resume is None,
+            timeout=self.options.knowledge_timeout,
+            redactor=self.redactor,
         )
+        self._kernel, self.os_name = learnt.kernel, learnt.os_name
         self.emit(
             RunStarted(
                 run_id=self.run_id,
@@ -231,6 +235,8 @@ class Session:
             )
         )
         try:
+            if learnt.failed is not None:
+                raise learnt.failed
             body = await context.skill_body(
                 self.skill,
                 self.runner,
@@ -240,7 +246,7 @@ class Session:
             )
             self._parts = SystemParts(self.skill.name, body, target_os=self.os_name)
             if resume is None:
-                await self._start()
+                await self._start(learnt)
             else:
                 self._restore(resume)
             return await self._loop()
@@ -279,15 +285,12 @@ class Session:
             self._pending = resume
         self.emit(Notice(message=resume.describe()))
 
-    async def _start(self) -> None:
+    async def _start(self, learnt: context.Learnt) -> None:
         for warning in self.skill.warnings:
             self.emit(Notice(message=f"skill file: {warning}"))
-        found = await context.knowledge(
-            self.runner,
-            timeout=self.options.knowledge_timeout,
-            redactor=self.redactor,
-            emit=self.emit,
-        )
+        for event in learnt.events:
+            self.emit(event)
+        found = learnt.knowledge
         index = None
         if self.options.memory:
             index = await context.memory_index(self.memory, self.prompts, self.redactor, self.emit)

@@ -90,6 +90,8 @@ class SSHRunner(RemoteReads, RemoteUploads):
         # bash): None until the first command's marker line has said; learnt once.
         self.login: str | None = None
         self.dialect: Shell | None = None
+        # What `uname -s` says there: learnt with the first file read, or asked for on its own.
+        self.os: str | None = None
         self._lock = asyncio.Lock()
         # Why kosmos itself closed the connection, for the notice when the next command reconnects.
         self._dropped: str | None = None
