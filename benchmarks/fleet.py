@@ -206,7 +206,7 @@ async def bare_connect_all(n: int, config: Path, forks: int) -> None:
 
 def record_canary(home: Path, skills: Path, base_url: str, runs: Path) -> Path:
     """One run of the skill on h000: the transcript the shard jobs replay (--canary-from)."""
-    transcript = runs / "canary.jsonl"
+    transcript = runs / f"canary-{time.monotonic_ns()}.jsonl"  # --transcript appends
     env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
     env["PYTHONPATH"] = str(ROOT)
     subprocess.run(
@@ -222,25 +222,27 @@ def record_canary(home: Path, skills: Path, base_url: str, runs: Path) -> Path:
 def kosmos_shards(
     home: Path, skills: Path, base_url: str, runs: Path, forks: int, canary: Path, jobs: int
 ) -> None:
-    """`jobs` shard processes at once (`--shard K/jobs --canary-from`), each `forks` wide."""
+    """`jobs` shard processes at once (`--shard K/jobs --canary-from`), `forks` wide between
+    them: one sshd serves them all here, where real shard jobs would reach hosts of their own."""
     env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
     env["PYTHONPATH"] = str(ROOT)
     stamp = time.monotonic_ns()
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
-            + ["--hosts", "h*", "--forks", str(forks), "--non-interactive", "--yes"]
-            + ["--canary-from", str(canary), "--shard", f"{k}/{jobs}"]
+            + ["--hosts", "h*", "--forks", str(max(1, forks // jobs))]
+            + ["--non-interactive", "--yes", "--canary-from", str(canary), "--shard", f"{k}/{jobs}"]
             + ["--transcript", str(runs / f"shard-{stamp}-{k}")],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         for k in range(1, jobs + 1)
     ]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        sys.exit(f"a shard failed: exit codes {codes}")
+    errors = [p.communicate()[1] for p in procs]
+    if any(p.returncode for p in procs):
+        codes = [p.returncode for p in procs]
+        sys.exit(f"a shard failed: exit codes {codes}: {errors[0].decode()[-1500:]}")
 
 
 def kosmos_canary_from(
