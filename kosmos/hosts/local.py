@@ -20,6 +20,7 @@ from kosmos.hosts.runner import (
     TOO_LARGE,
     CommandResult,
     FileUnreadable,
+    Lock,
     OnOutput,
     OutputBuffer,
     Shell,
@@ -68,6 +69,7 @@ class LocalRunner:
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
+        lock: Lock | None = None,
     ) -> CommandResult:
         start = time.monotonic()
         spawn = asyncio.ensure_future(

@@ -53,6 +53,18 @@ OnOutput = Callable[[str], None]
 Shell = Literal["bash", "sh"]
 
 
+@dataclass(frozen=True)
+class Lock:
+    """The kernel lock around a command that runs without a person's yes (hosts/lock.py).
+
+    `sockets`: the command may open unix and netlink sockets, because the policy judged it a
+    read through a local service (`systemctl status`, `ss`) that the lock cannot tell from a
+    write through the same socket.
+    """
+
+    sockets: bool = False
+
+
 class ReadTimeout(TimeoutError):
     """Reading `path` took longer than the timeout."""
 
@@ -182,13 +194,15 @@ class Runner(Protocol):
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
+        lock: Lock | None = None,
     ) -> CommandResult:
         """Run `command` under `bash -c` (`sh -c` where there is no bash, as `dialect` says);
         stream decoded output to `on_output`.
 
         The command's stdin is /dev/null, or carries exactly the one line `stdin` and is then
-        closed (a password for `sudo -S`; never logged). If kosmos dies while the command runs,
-        the command's whole process group ends (hosts/wrapper.py).
+        closed (a password for `sudo -S`; never logged). `lock`: run it inside the kernel
+        lock (it runs without a person's yes); None runs it as any shell command. If kosmos
+        dies while the command runs, the command's whole process group ends (hosts/wrapper.py).
 
         HostError means the command never started (no connection): the engine may offer Retry.
         On timeout, or when `stop` is set by the operator, the whole process tree is ended and

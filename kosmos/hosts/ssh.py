@@ -18,6 +18,7 @@ from kosmos.hosts.runner import (
     CommandNotStarted,
     CommandResult,
     HostPrompter,
+    Lock,
     OnOutput,
     OutputBuffer,
     Shell,
@@ -200,6 +201,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
+        lock: Lock | None = None,
     ) -> CommandResult:
         return await self._exec(
             command,

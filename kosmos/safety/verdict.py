@@ -23,6 +23,9 @@ class Assessment:
 
     verdict: Verdict
     reason: str
+    # A read through a local service's unix or netlink socket (`systemctl status`, `ss`,
+    # `docker ps`): the kernel lock must leave such sockets open for it to work.
+    service: bool = False
 
 
 def ro(names: str) -> Assessment:
