@@ -136,9 +136,6 @@ class Settings(BaseModel):
 
         return ChatSettings.model_validate(self.chat)
 
-    def chat_url(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
-
     def capabilities(self) -> dict[str, bool]:
         """The active provider's capabilities for the active model, config over defaults."""
         caps = {"json_schema": True, "tools": True, "json_mode": True}

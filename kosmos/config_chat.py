@@ -14,9 +14,6 @@ EXIT_COMMANDS = ("/exit", "/quit", "/q", "exit", "quit", "q")
 HELP_COMMANDS = ("/help", "help", "?")
 DEFAULT_EMBEDDING_MODEL = "Embeddings"
 CONTEXT_HIST_LIMIT = 10
-PARAM_QUESTION_MAXLEN = 30
-PARAM_THEME_MAXLEN = 20
-PARAM_RAG_TOP_K = 2
 
 Show = Literal["rag", "haiku", "fields"]
 

@@ -197,4 +197,4 @@ async def test_line_mode_reads_the_password_without_echoing_it() -> None:
     assert "[sudo] password on local: " in err.getvalue()
     assert PASSWORD not in out.getvalue() + err.getvalue()
     # Headless there is no one to ask.
-    assert await HeadlessOperator(yes=True).ask_secret("[sudo] password: ") is None
+    assert await HeadlessOperator().ask_secret("[sudo] password: ") is None

@@ -35,8 +35,7 @@ ACTION_TAGS: dict[str, str] = {
     "list_memory": "[LIST_MEMORY]",
     "delete_memory": "[DELETE_MEMORY]",
 }
-# Kinds whose text is a memory note's name; of those, the ones that carry content too.
-MEMORY_KINDS = ("store", "append_memory", "retrieve", "list_memory", "delete_memory")
+# Kinds whose text is a memory note's name and that carry content too.
 CONTENT_KINDS = ("store", "append_memory")
 
 # A tag at the start of a line, allowing Markdown emphasis or backticks around it

@@ -19,7 +19,6 @@ import yaml
 
 from kosmos.errors import UsageError
 
-CONNECTION_VARS = ("ansible_host", "ansible_user", "ansible_port")
 _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 
 

@@ -180,7 +180,7 @@ class FleetFrontend(RunFrontend):
             if self.broker is not None:
                 return self.broker.desk_for(spec.name)
             # `--yes` is the `auto` policy, applied by the engine per host.
-            return HeadlessOperator(yes=False, answers=req.answers)
+            return HeadlessOperator(answers=req.answers)
 
         fleet = Fleet(
             hosts,

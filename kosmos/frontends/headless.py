@@ -9,22 +9,20 @@ from kosmos.errors import InputNeeded, KosmosError
 
 
 class HeadlessOperator:
-    """Runs commands only with --yes; answers [ASK]s from --answer values, in order."""
+    """Approves nothing (the policy, `auto` under --yes, decides what runs unasked); answers
+    [ASK]s from --answer values, in order."""
 
-    def __init__(self, *, yes: bool, answers: Sequence[str] = ()) -> None:
-        self.yes = yes
+    def __init__(self, *, answers: Sequence[str] = ()) -> None:
         self.answers = list(answers)
 
     async def approve(self, proposal: CommandProposal) -> Approval:
         if proposal.inferred:
             # The engine sends a correction instead in non-interactive mode; never run these.
             return Approval.skip()
-        if not self.yes:
-            raise InputNeeded(
-                f"the skill wants to {proposal.what} and --non-interactive has no one to "
-                "approve it; pass --yes to run commands without asking"
-            )
-        return Approval.run()
+        raise InputNeeded(
+            f"the skill wants to {proposal.what} and --non-interactive has no one to "
+            "approve it; pass --yes to run commands without asking"
+        )
 
     async def answer(self, question: Question) -> str | None:
         if self.answers:

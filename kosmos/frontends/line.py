@@ -12,12 +12,12 @@ from kosmos.frontends.console import Console, EndOfInput
 class LineOperator:
     """Asks `Run? [y/N/e/a]` for the commands the policy leaves to a person.
 
-    A dangerous command needs the host's name typed, even under `--yes`.
+    `--yes` is the `auto` policy, applied by the engine: this operator is asked only about what
+    the policy leaves to a person. A dangerous command needs the host's name typed.
     """
 
-    def __init__(self, console: Console, *, yes: bool = False, answers: Sequence[str] = ()) -> None:
+    def __init__(self, console: Console, *, answers: Sequence[str] = ()) -> None:
         self.c = console
-        self.yes = yes
         self.answers = list(answers)
 
     async def _ask(self, prompt: str, *, prefill: str | None = None) -> str:
@@ -32,8 +32,6 @@ class LineOperator:
     async def approve(self, proposal: CommandProposal) -> Approval:
         if proposal.risk == "dangerous":
             return await self._confirm_dangerous(proposal)
-        if self.yes and not proposal.inferred:
-            return Approval.run()
         if proposal.kind != "command":
             return await self._allow(proposal)
         if proposal.reason and proposal.risk == "write":

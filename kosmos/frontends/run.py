@@ -199,7 +199,7 @@ class RunFrontend:
         # what the policy leaves to a person (dangerous, inferred, interrupted commands...).
         if self.line_mode:
             return LineOperator(self.console, answers=self.request.answers)
-        return HeadlessOperator(yes=False, answers=self.request.answers)
+        return HeadlessOperator(answers=self.request.answers)
 
     def _emitter(self, transcript: Transcript) -> Callable[[Event], None]:
         renderer: Callable[[Event], None]

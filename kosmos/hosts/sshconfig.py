@@ -91,8 +91,6 @@ class HostConfig(ClientConfig):
     def __init__(self, source: SSHConfigFile, *args: Any) -> None:
         super().__init__(*args)
         self._source = source
-        # Relative `Include`s are found beside the config, as ssh finds them in ~/.ssh.
-        self._default_path = source.path.parent
 
     def _match_host(self, option: str, args: list[str]) -> None:
         self._matching = self._source.matches(",".join(args), self._orig_host)

@@ -96,7 +96,6 @@ MEMORY_TOOLS = (
         parameters=_object({"name": _NAME}, ["name"]),
     ),
 )
-TOOL_NAMES = tuple(t.name for t in STEP_TOOLS)
 
 # tool name -> (directive kind, argument that holds its text)
 _KINDS = {
