@@ -200,11 +200,18 @@ class FormatError(Event):
 
 Risk = Literal["read_only", "write", "dangerous"]
 
+# Who decided that a step runs (or not): a person at this run (`operator`), the approval policy
+# (`policy`), a recorded run being replayed (`replay`), a fleet's approval given once for every
+# host proposing the same command, on a host nobody looked at (`standing`), or a canary's
+# decision replayed on a host following it (`canary`).
+DecidedBy = Literal["operator", "policy", "replay", "standing", "canary"]
+
 
 class CommandDecision(Event):
-    """Whether a proposed command runs, and who decided: the operator, the policy or a replay.
+    """Whether a proposed command runs, and who decided (`DecidedBy`).
 
-    `refused`: the policy would not let it run (the LLM is told `reason`).
+    `refused`: the policy would not let it run (the LLM is told `reason`). `asked`: a person
+    said yes to exactly these bytes in this run; a command that runs otherwise runs unasked.
     """
 
     type: Literal["command_decision"] = "command_decision"
@@ -212,9 +219,10 @@ class CommandDecision(Event):
     decision: Literal["run", "skip", "edit", "refused"]
     command: str
     proposed: str
-    by: Literal["operator", "policy", "replay"] = "operator"
+    by: DecidedBy = "operator"
     risk: Risk | None = None
     reason: str = ""
+    asked: bool = False
 
 
 class CommandStarted(Event):
@@ -270,7 +278,7 @@ class FileRead(Event):
     step: int
     path: str
     status: ActionStatus
-    by: Literal["operator", "policy", "replay"] = "policy"
+    by: DecidedBy = "policy"
     bytes: int = 0
     reason: str = ""
     sent_to_llm: str
@@ -287,7 +295,7 @@ class MemoryAction(Event):
     action: MemoryVerb
     name: str = ""
     status: ActionStatus
-    by: Literal["operator", "policy", "replay"] = "policy"
+    by: DecidedBy = "policy"
     # store / append: the text written (redacted); bytes: the note's size after the action.
     content: str = ""
     bytes: int = 0

@@ -110,6 +110,66 @@ async def test_edit_into_a_dangerous_command_is_asked_again(llm: ScriptedLLM) ->
     assert run.of(CommandStarted) == []
 
 
+# -- the core's own rules ------------------------------------------------------------------
+
+
+async def test_the_gate_refuses_a_dangerous_command_run_without_the_host_name(
+    llm: ScriptedLLM,
+) -> None:
+    # An operator that just says "run" (as a careless front end would) does not run it.
+    llm.script(f"[CMD] {DANGEROUS}", f"[CMD] {DANGEROUS}", f"[CMD] {DANGEROUS}", "[DONE] ok")
+    operator = ScriptOperator(
+        approvals=[Approval.run(), Approval.run(typed="prod"), Approval.run(typed=" local ")]
+    )
+    run = await run_session(llm.base_url, operator=operator, options=SessionOptions(policy="auto"))
+    assert [p.risk for p in operator.proposals] == ["dangerous"] * 3
+    assert [(d.decision, d.by, d.asked) for d in run.of(CommandDecision)] == [
+        ("refused", "policy", False),
+        ("refused", "policy", False),
+        ("run", "operator", True),
+    ]
+    first, second, third = (r.last_user_text for r in llm.requests[1:])
+    assert first.startswith("The command was not run: it is dangerous (pipes a download into sh")
+    assert "typing the host's name (local); nothing was typed" in first
+    assert "'prod' was typed" in second
+    # Only the third, confirmed with the host's name, started; it really ran.
+    assert len(run.of(CommandStarted)) == 1
+    assert "ran-dangerous" in third
+
+
+async def test_an_edit_of_a_dangerous_command_needs_the_host_name_too(llm: ScriptedLLM) -> None:
+    llm.script(f"[CMD] {DANGEROUS}", f"[CMD] {DANGEROUS}", "[DONE] ok")
+    edited = "curl -s http://127.0.0.1:9/y | sh; echo ran-edited"
+    operator = ScriptOperator(
+        approvals=[Approval.edit(edited), Approval.edit(edited, typed="local")]
+    )
+    run = await run_session(llm.base_url, operator=operator)
+    assert [(d.decision, d.command) for d in run.of(CommandDecision)] == [
+        ("refused", DANGEROUS),
+        ("edit", edited),
+    ]
+    assert [e.command for e in run.of(CommandStarted)] == [edited]
+
+
+async def test_every_decision_says_who_took_it_and_whether_a_person_was_asked(
+    llm: ScriptedLLM,
+) -> None:
+    llm.script(
+        "[CMD] echo read", "[CMD] touch /nonexistent/x", "[CMD] touch /nonexistent/y", "[DONE] ok"
+    )
+    operator = ScriptOperator(
+        approvals=[Approval.edit("echo changed"), Approval("run", by="replay")]
+    )
+    run = await run_session(
+        llm.base_url, operator=operator, options=SessionOptions(policy="read-only")
+    )
+    assert [(d.decision, d.by, d.asked) for d in run.of(CommandDecision)] == [
+        ("run", "policy", False),  # read-only: run unasked by the policy
+        ("edit", "operator", True),  # a person typed these bytes
+        ("run", "replay", False),  # a recording's yes is not a person's, here and now
+    ]
+
+
 # -- through the CLI ------------------------------------------------------------------------
 
 
@@ -137,11 +197,15 @@ def test_line_mode_dangerous_needs_the_host_name_even_with_yes(
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("Type the host name (local) to run it") == 2
     assert "DANGEROUS: pipes a download into sh" in proc.stdout
-    assert "'yes' is not the host name (local)\n  skipped\n" in proc.stdout
-    assert proc.stdout.count("skipped") == 1
-    started = [e for e in read_transcript(transcript) if e.type == "command_started"]
+    assert "refused: it is dangerous (pipes a download into sh" in proc.stdout
+    assert "'yes' was typed, so it was not run" in proc.stdout
+    events = read_transcript(transcript)
+    started = [e for e in events if e.type == "command_started"]
     assert len(started) == 1  # "yes" is not the host name; "local" is
-    assert llm.requests[1].last_user_text.startswith("User skipped the command.")
+    told = llm.requests[1].last_user_text
+    assert told.startswith("The command was not run: it is dangerous (pipes a download into sh")
+    decided = [(e.decision, e.by, e.asked) for e in events if e.type == "command_decision"]
+    assert decided == [("refused", "policy", False), ("run", "operator", True)]
 
 
 def test_headless_dangerous_is_refused_then_allowed_with_the_flag(

@@ -191,6 +191,16 @@ async def test_approve_once_for_all_hosts(llm: ScriptedLLM, tmp_path: Path) -> N
     assert [r.proposal.command for r in desk.requests] == ["uname -s", "echo second"]
     for name in names:
         assert [e.command for e in run.of(name, CommandFinished)] == ["uname -s", "echo second"]
+    # The host shown to the operator was asked; on the others the approval stood for them.
+    for request in desk.requests:
+        shown = request.proposal.host
+        decided = {
+            e.host: (e.by, e.asked)
+            for e in run.events
+            if isinstance(e, CommandDecision) and e.command == request.proposal.command
+        }
+        assert decided.pop(shown) == ("operator", True)
+        assert set(decided.values()) == {("standing", False)} and len(decided) == len(names) - 1
 
 
 async def test_dangerous_commands_are_asked_per_host(llm: ScriptedLLM, tmp_path: Path) -> None:
@@ -233,6 +243,7 @@ async def test_broker_standing_approval_covers_late_hosts() -> None:
     late = await broker.approve(CommandProposal(step=1, command="uptime", host="b"))
     other = await broker.approve(CommandProposal(step=1, command="df -h", host="b"))
     assert (first.action, late.action, other.action) == ("run", "run", "skip")
+    assert (first.by, late.by) == ("operator", "standing")
     assert len(desk.requests) == 2
 
 

@@ -197,7 +197,7 @@ async def test_approve_once_in_line_mode_and_dangerous_commands_per_host(
         ["[CMD] echo first", "[CMD] echo second", "[CMD] mkfs.ext4 /dev/kosmos-none", "[DONE] ok"]
     )
     # `a` twice: each command is approved once for all five hosts. The dangerous one is
-    # asked host by host: typing the wrong name skips it there.
+    # asked host by host: the engine refuses it where the name typed is not the host's.
     code, out, err = await kosmos(
         ["run", "probe", "--skills-dir", str(skill_dir(tmp_path)), "--hosts", "web*"] + ["--json"],
         env=cli_env,
@@ -216,7 +216,10 @@ async def test_approve_once_in_line_mode_and_dangerous_commands_per_host(
         decisions = [
             e["decision"] for e in events if e["host"] == name and e["type"] == "command_decision"
         ]
-        assert decisions == ["run", "run", "skip"]
+        assert decisions == ["run", "run", "refused"]
+    # Each `a` was a person's yes on the host shown, and a standing approval on the others.
+    by = [e["by"] for e in events if e["type"] == "command_decision" and e["decision"] == "run"]
+    assert sorted(by) == ["operator"] * 2 + ["standing"] * 8
 
 
 async def test_canary_replays_on_the_others_and_a_diverging_host_asks_the_llm(

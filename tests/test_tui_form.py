@@ -118,11 +118,11 @@ async def test_dangerous_command_needs_the_host_name(llm: ScriptedLLM, home: Pat
         await pilot.press("enter")  # Run: asks for the host name instead of running
         confirm = step.query_one("#confirm-input", Input)
         assert app.focused is confirm and not decided.done()
-        await pilot.press(*"db2", "enter")
+        await pilot.press("enter")  # nothing typed: the step says what to type
         assert not decided.done() and "db1" in str(step.query_one("#error").render())
-        confirm.value = "db1"
-        await pilot.press("enter")
-        assert await decided == Approval.run()
+        await pilot.press(*"db2", "enter")
+        # What was typed goes to the engine's gate, which compares it with the host's name.
+        assert await decided == Approval.run(typed="db2")
 
 
 async def test_editing_a_dangerous_command_still_needs_the_host_name(
@@ -141,7 +141,7 @@ async def test_editing_a_dangerous_command_still_needs_the_host_name(
         step = view.cmd_steps[2]
         assert app.focused is step.query_one("#confirm-input") and not decided.done()
         await pilot.press(*"db1", "enter")
-        assert await decided == Approval.edit("rm -rf /srv/b")
+        assert await decided == Approval.edit("rm -rf /srv/b", typed="db1")
 
 
 async def test_read_only_proposal_offers_auto_approve(llm: ScriptedLLM, home: Path) -> None:

@@ -26,7 +26,15 @@ from kosmos.engine.operator import Operator
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import ACTION_TAGS, Parsed
 from kosmos.errors import HostError
-from kosmos.events import ActionStatus, Event, FileRead, MemoryAction, MemoryVerb, Notice
+from kosmos.events import (
+    ActionStatus,
+    DecidedBy,
+    Event,
+    FileRead,
+    MemoryAction,
+    MemoryVerb,
+    Notice,
+)
 from kosmos.hosts.runner import TOO_LARGE, FileUnreadable, Runner
 from kosmos.memory import MemoryRefused, MemoryStore, check_name, index_text
 from kosmos.prompts import Prompts
@@ -148,7 +156,8 @@ class Actions:
     async def _memory(self, parsed: Parsed, step: int) -> str:
         p = self.prompts
         verb = _VERBS[parsed.kind]
-        name, by = parsed.text, "policy"
+        name = parsed.text
+        by: DecidedBy = "policy"
         text = self.redactor(parsed.content)
         try:
             if verb != "list":
@@ -192,7 +201,7 @@ class Actions:
                 action=verb,
                 name=name,
                 status="done",
-                by=by,  # type: ignore[arg-type]
+                by=by,
                 content=written,
                 bytes=size,
                 sent_to_llm=reply,
@@ -213,7 +222,14 @@ class Actions:
         return await self.gate().judge(step, shown, "write", reason, kind="memory")
 
     def _noted(
-        self, step: int, verb: MemoryVerb, name: str, status: ActionStatus, by: str, *, reason: str
+        self,
+        step: int,
+        verb: MemoryVerb,
+        name: str,
+        status: ActionStatus,
+        by: DecidedBy,
+        *,
+        reason: str,
     ) -> str:
         content = self.prompts["SKILL_MEMORY_ERROR"].format(reason=reason)
         self.emit(
@@ -222,7 +238,7 @@ class Actions:
                 action=verb,
                 name=name,
                 status=status,
-                by=by,  # type: ignore[arg-type]
+                by=by,
                 reason=reason,
                 sent_to_llm=content,
             )

@@ -7,10 +7,15 @@ Policies (issue: safety and recovery):
   for, and refused with the LLM told why when nobody can be asked (non-interactive).
 * `auto` (`--yes`): commands run unasked.
 
-Whatever the policy, a dangerous command needs the operator to type the host's name (the
-front end checks it); a non-interactive run refuses it unless `allow_dangerous` is set. An
-untagged reply's inferred command always needs a person. The operator may answer
-`auto_read_only`, after which read-only commands run unasked for the rest of the run.
+Whatever the policy, a dangerous command needs the operator to type the host's name: the
+front end passes what was typed (`Approval.typed`) and the gate compares it, so an operator
+that answers a plain "run" gets the command refused. A non-interactive run refuses it unless
+`allow_dangerous` is set. An untagged reply's inferred command always needs a person. The
+operator may answer `auto_read_only`, after which read-only commands run unasked for the
+rest of the run.
+
+Every decision names who took it (`by`) and whether the command runs `asked` (a person said
+yes to exactly these bytes) or unasked.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kosmos.engine.operator import Approval, CommandProposal, Operator
-from kosmos.events import CommandDecision
+from kosmos.events import CommandDecision, DecidedBy
 from kosmos.prompts import Prompts
 from kosmos.safety import Dialect, Verdict, assess
 
@@ -37,14 +42,16 @@ class Decision:
     """What becomes of one proposed command.
 
     `reason` is the safety policy's one-line verdict; for `refused` it is the text the LLM
-    is told instead of an output.
+    is told instead of an output. `asked`: a person said yes to exactly this command in this
+    run; False for everything that runs unasked (the policy, a replay, a standing approval).
     """
 
     action: Literal["run", "skip", "edit", "refused"]
     command: str
-    by: Literal["operator", "policy", "replay"]
+    by: DecidedBy
     risk: Verdict
     reason: str
+    asked: bool = False
 
     def event(self, step: int, proposed: str) -> CommandDecision:
         return CommandDecision(
@@ -55,6 +62,7 @@ class Decision:
             by=self.by,
             risk=self.risk,
             reason=self.reason,
+            asked=self.asked,
         )
 
 
@@ -160,13 +168,15 @@ class ApprovalGate:
             )
             if approval.auto_read_only:
                 self.auto_read_only = True
-            by = getattr(approval, "by", "operator")
+            by, asked = approval.by, approval.by == "operator"
             if approval.action == "skip" or (kind != "command" and approval.action == "edit"):
                 # A file read or a memory write has nothing to edit: an edit does not allow it.
                 return Decision("skip", command, by, risk, reason)
+            if risk == "dangerous" and not self._confirmed(approval):
+                return self._unconfirmed(command, risk, reason, approval.typed)
             if approval.action == "run" or not approval.command or approval.command == command:
                 action = "run" if command == proposed else "edit"
-                return Decision(action, command, by, risk, reason)
+                return Decision(action, command, by, risk, reason, asked)
             # The operator typed a different command: judge that one, and ask again only
             # when it needs more than the approval just given (it became dangerous).
             command = approval.command
@@ -174,5 +184,17 @@ class ApprovalGate:
             if edited.verdict == "dangerous" and risk != "dangerous":
                 risk, reason, inferred = edited.verdict, edited.reason, False
                 continue
-            return Decision("edit", command, by, edited.verdict, edited.reason)
+            return Decision("edit", command, by, edited.verdict, edited.reason, asked)
         return Decision("skip", command, "operator", risk, reason)
+
+    def _confirmed(self, approval: Approval) -> bool:
+        """The host's name, typed: what a dangerous command takes to run."""
+        return (approval.typed or "").strip() == self.host
+
+    def _unconfirmed(self, command: str, risk: Verdict, reason: str, typed: str | None) -> Decision:
+        """A dangerous command allowed without the host's name typed: the gate refuses it."""
+        shown = f"{typed.strip()!r} was typed" if typed and typed.strip() else "nothing was typed"
+        told = self.prompts["SKILL_REFUSED_UNCONFIRMED"].format(
+            reason=reason, host=self.host, typed=shown
+        )
+        return Decision("refused", command, "policy", risk, told)

@@ -6,14 +6,15 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from kosmos.errors import KosmosError
+from kosmos.events import DecidedBy
 
 
 @dataclass(frozen=True)
 class CommandProposal:
     """A command the LLM wants to run. `inferred`: the reply had no tag; a person must approve.
 
-    `risk` is the safety policy's verdict: a `dangerous` command is approved only when the
-    person types the host's name (`host`), whatever else the front end offers.
+    `risk` is the safety policy's verdict: a `dangerous` command runs only when the approval
+    carries the host's name (`host`) as the person typed it; the gate compares the two.
     """
 
     step: int
@@ -36,23 +37,31 @@ class CommandProposal:
 
 @dataclass(frozen=True)
 class Approval:
-    """The decision. `auto_read_only`: also run read-only commands unasked from now on."""
+    """The answer to a proposal.
+
+    `auto_read_only`: also run read-only commands unasked from now on. `typed`: what the
+    person typed to confirm a dangerous command, as typed (the gate, not the front end, checks
+    that it is the host's name). `by`: who answered; anything but a person at this run says
+    so (`replay`, `standing`, `canary`), and what it approves runs unasked.
+    """
 
     action: Literal["run", "skip", "edit"]
     command: str | None = None
     auto_read_only: bool = False
+    typed: str | None = None
+    by: DecidedBy = "operator"
 
     @classmethod
-    def run(cls) -> Approval:
-        return cls("run")
+    def run(cls, *, typed: str | None = None) -> Approval:
+        return cls("run", typed=typed)
 
     @classmethod
     def skip(cls) -> Approval:
         return cls("skip")
 
     @classmethod
-    def edit(cls, command: str) -> Approval:
-        return cls("edit", command)
+    def edit(cls, command: str, *, typed: str | None = None) -> Approval:
+        return cls("edit", command, typed=typed)
 
 
 @dataclass(frozen=True)

@@ -202,10 +202,10 @@ class ReplayOperator:
         ):
             return await self.inner.approve(proposal)
         if recorded.decision == "skip":
-            return _Replayed("skip")
+            return Approval("skip", by="replay")
         if recorded.decision == "edit":
-            return _Replayed("edit", recorded.command)
-        return _Replayed("run")
+            return Approval("edit", recorded.command, by="replay")
+        return Approval("run", by="replay")
 
     async def _allow(self, proposal: CommandProposal) -> Approval:
         """A file read or memory write as the recorded operator allowed it (or not)."""
@@ -218,7 +218,7 @@ class ReplayOperator:
             or target not in proposal.command
         ):
             return await self.inner.approve(proposal)
-        return _Replayed("skip" if recorded.status == "skipped" else "run")
+        return Approval("skip" if recorded.status == "skipped" else "run", by="replay")
 
     async def answer(self, question: Question) -> str | None:
         recorded = self.recording.answers.get(question.step)
@@ -269,10 +269,3 @@ class ReplayGate(ApprovalGate):
         if verdict.verdict == "dangerous":
             return await super().decide(step, command, inferred=inferred, rerun=True)
         return await self._ask(step, command, verdict.verdict, verdict.reason, inferred)
-
-
-@dataclass(frozen=True)
-class _Replayed(Approval):
-    """An approval taken from the recording; the decision event says `by: replay`."""
-
-    by: str = "replay"

@@ -7,14 +7,17 @@ proposal to the shared `ApprovalBroker`, which asks the front end one question a
 groups the hosts waiting on the same command, so that the front end can offer "run on all N".
 
 A "run on all" decision also stands for hosts that propose the same command later in the
-run. A dangerous command is never decided for a group: every host is asked on its own, and
-the front end asks for that host's name (the safety rule), whatever the other hosts got.
+run. On every host but the one the operator was shown it is a standing approval
+(`by="standing"`): nobody looked at that host, so what it approves runs unasked there. A
+dangerous command is never decided for a group: every host is asked on its own, and the
+front end asks for that host's name (the safety rule, which the gate checks).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -163,8 +166,12 @@ class ApprovalBroker:
             self._notify(proposal.host, False)
 
     def decide_all(self, command: str, approval: Approval, *, inferred: bool = False) -> int:
-        """Decide every non-dangerous proposal of `command` now and later; returns how many."""
+        """Decide every non-dangerous proposal of `command` now and later; returns how many.
+
+        The hosts it decides were not shown to the operator: their approval says `standing`.
+        """
         key = (command, inferred)
+        approval = dataclasses.replace(approval, by="standing")
         if approval.action != "skip":
             self._standing[key] = approval
         count = 0
@@ -199,10 +206,10 @@ class ApprovalBroker:
                 if isinstance(e, asyncio.CancelledError):
                     raise
                 continue
-            if decision.scope == "all" and prop.risk != "dangerous":
-                self.decide_all(prop.command, decision.approval, inferred=prop.inferred)
             if not head.future.done():
                 head.future.set_result(decision.approval)
+            if decision.scope == "all" and prop.risk != "dangerous":
+                self.decide_all(prop.command, decision.approval, inferred=prop.inferred)
 
     async def answer(self, host: str, question: Question) -> str | None:
         """One host's [ASK]: an answer given for all hosts, or one from the operator."""

@@ -228,7 +228,8 @@ class LineFleetDesk:
             if request.dangerous:
                 c.say(c.style(f"  dangerous on {p.host}: {p.reason}", "31"), stream=c.err)
                 typed = (await self._ask(f"Type {p.host} to run it there (else skip): ")).strip()
-                return FleetApproval(Approval.run() if typed == p.host else Approval.skip())
+                # The gate compares what was typed with the host's name.
+                return FleetApproval(Approval.run(typed=typed) if typed else Approval.skip())
             n = len(request.hosts)
             while True:
                 prompt = f"Run? [y/N/a/e] (a: all hosts, {n} waiting) "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from rich.syntax import Syntax
@@ -113,17 +114,20 @@ class CmdStep(Vertical):
         if self.awaiting:
             self.focus()
 
-    def decided(self, decision: str, command: str) -> None:
+    def decided(self, decision: str, command: str, reason: str = "") -> None:
         self.awaiting = False
         for selector in ("#actions", "#edit-input", "#confirm-input"):
             self.query_one(selector).set_class(False, "shown")
-        self.query_one("#error", Static).update("")
+        # A refusal says why (the host's name was not typed, a read-only policy...).
+        self.query_one("#error", Static).update(reason if decision == "refused" else "")
         if command != self.command:
             self.command = command
             self.query_one("#command", Static).update(command_syntax(command))
             self.add_class("edited")
         if decision == "skip":
             self._set_state("skipped", "skipped")
+        elif decision == "refused":
+            self._set_state("refused", "failed")
         self.refresh_bindings()
 
     def started(self) -> None:
@@ -236,10 +240,11 @@ class CmdStep(Vertical):
         error = self.query_one("#error", Static)
         value = event.value.strip()
         if event.input.id == "confirm-input":
-            if value == self.proposal.host:
-                self._decide(self._confirmed)
+            # What was typed goes to the engine, which runs the command only for the host's name.
+            if value:
+                self._decide(dataclasses.replace(self._confirmed, typed=value))
             else:
-                error.update(f"type exactly {self.proposal.host!r} to run it, or press s to skip")
+                error.update(f"type {self.proposal.host} to run it, or press s to skip")
             return
         if not value:
             error.update("the command is empty; type one, or press escape to go back")

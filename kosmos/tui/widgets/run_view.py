@@ -226,7 +226,7 @@ class RunView(VerticalScroll):
             await self._directive(event)
         elif isinstance(event, CommandDecision):
             widget = await self._cmd_step(event.step, event.proposed)
-            widget.decided(event.decision, event.command)
+            widget.decided(event.decision, event.command, event.reason)
         elif isinstance(event, CommandStarted):
             widget = await self._cmd_step(event.step, event.command)
             widget.started()
