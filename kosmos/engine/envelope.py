@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from kosmos.hosts.own import run_own
 from kosmos.hosts.runner import Runner
 
 ACTIONS = ("open_app", "close_app")
@@ -92,5 +93,5 @@ async def target_os(runner: Runner, *, timeout: float) -> str:
     known = getattr(runner, "os", None)
     if isinstance(known, str) and known:
         return known
-    probe = await runner.run("uname -s", timeout=timeout)
+    probe = await run_own(runner, "uname -s", purpose="target os", timeout=timeout)
     return probe.output.text().strip() or "Linux"

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from kosmos.engine.operator import Operator
+from kosmos.hosts.own import run_own
 from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -114,7 +115,9 @@ class SudoHelper:
         if self.non_interactive:
             return Prepared(wrapped)
         if self._password is None:
-            probe = await self.runner.run("sudo -n true", timeout=PROBE_TIMEOUT)
+            probe = await run_own(
+                self.runner, "sudo -n true", purpose="sudo probe", timeout=PROBE_TIMEOUT
+            )
             if probe.exit_code == 0 or not NEEDS_PASSWORD.search(probe.output.text()):
                 return Prepared(wrapped)
             password = await self.operator.ask_secret(f"[sudo] password on {self.runner.name}: ")

@@ -12,6 +12,7 @@ from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyRevoked, HostKeyUnknown
 from kosmos.hosts.osname import os_name
+from kosmos.hosts.own import run_own
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.hosts.target import parse_target
@@ -58,7 +59,7 @@ async def check_host(
         await runner.connect()
         row.latency_ms = (time.monotonic() - started) * 1000
         row.reachable, row.auth = "yes", "ok"
-        result = await runner.run(OS_COMMAND, timeout=OS_TIMEOUT)
+        result = await run_own(runner, OS_COMMAND, purpose="check", timeout=OS_TIMEOUT)
         lines = result.output.text().strip().splitlines()
         target = os_name(lines[0]) if lines else None
         detail = lines[1].strip() if len(lines) > 1 and result.exit_code == 0 else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kosmos.hosts.own import read_first_own
 from kosmos.hosts.runner import FileUnreadable, ReadTimeout, Runner
 
 # seed 001: the file name is spelled `promt`; kosmos-panel hosts have it under that name.
@@ -40,7 +41,7 @@ async def load_knowledge(
     paths: tuple[str, ...] = KNOWLEDGE_PATHS
     while paths:
         try:
-            found = await runner.read_first(paths, timeout=timeout)
+            found = await read_first_own(runner, paths, purpose="knowledge", timeout=timeout)
         except ReadTimeout as e:
             raise KnowledgeTimeout(e.path, timeout) from e
         except FileUnreadable as e:

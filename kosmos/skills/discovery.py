@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kosmos.errors import SkillError, SkillNotFound
+from kosmos.hosts.own import read_own, run_own
 from kosmos.hosts.runner import FileUnreadable, Runner
 from kosmos.resources import bundled_skills_dir
 from kosmos.skills.loader import load_skill_file, parse_skill
@@ -248,7 +249,7 @@ async def find_remote_skill(runner: Runner, name: str, *, timeout: float) -> Ski
     if not _REMOTE_NAME.match(name) or ".." in name.split("/"):
         return None
     path = f"{REMOTE_SKILLS_DIR}/{name}/{SKILL_FILE}"
-    text = await runner.read_file(path, timeout=timeout)
+    text = await read_own(runner, path, purpose="host skills", timeout=timeout)
     if text is None:
         return None
     return parse_skill(
@@ -268,7 +269,7 @@ async def list_remote_skills(
     command = f"find {REMOTE_SKILLS_DIR} -maxdepth 4 -name {SKILL_FILE} 2>/dev/null"
     skills: list[Skill] = []
     async with asyncio.timeout(timeout):
-        result = await runner.run(command, timeout=timeout)
+        result = await run_own(runner, command, purpose="host skills", timeout=timeout)
         if result.timed_out:
             raise TimeoutError(f"{runner.name}: listing {REMOTE_SKILLS_DIR} timed out")
         paths = sorted(
@@ -278,7 +279,7 @@ async def list_remote_skills(
         )
         for path in paths:
             try:
-                text = await runner.read_file(path, timeout=timeout)
+                text = await read_own(runner, path, purpose="host skills", timeout=timeout)
             except FileUnreadable as e:
                 if errors is None:
                     raise

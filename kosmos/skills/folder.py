@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from kosmos.errors import HostError, UsageError
+from kosmos.hosts.own import run_own, upload_own
 from kosmos.hosts.runner import Runner
 from kosmos.skills.model import Skill
 
@@ -154,21 +155,23 @@ async def place_folder(skill: Skill, runner: Runner, *, timeout: float) -> Place
     if folder is None:
         return None
     files = tuple(f.path for f in folder.files)
-    upload = getattr(runner, "upload_tree", None)
-    if upload is None:
-        # This machine: the skill runs beside its own files.
-        return PlacedFolder(str(folder.root.resolve()), files, folder.size, "local")
     try:
         async with asyncio.timeout(timeout):
-            base, sent = await upload(
+            placed = await upload_own(
+                runner,
                 f"{REMOTE_CACHE}/{remote_name(skill, folder)}",
                 [(f.path, f.data, f.executable) for f in folder.files],
+                purpose="skill folder",
             )
     except TimeoutError:
         raise HostError(
             f"{runner.name}: uploading the files of skill {skill.name} took longer than "
             f"{timeout:g} s; check the connection, or raise --command-timeout"
         ) from None
+    if placed is None:
+        # This machine: the skill runs beside its own files.
+        return PlacedFolder(str(folder.root.resolve()), files, folder.size, "local")
+    base, sent = placed
     return PlacedFolder(base, files, folder.size, "uploaded" if sent else "reused")
 
 
@@ -180,7 +183,7 @@ async def _remote_folder(skill: Skill, runner: Runner, *, timeout: float) -> Pla
         f"cd {where} 2>/dev/null || exit 0; pwd; "
         "find . -type f ! -path './SKILL.md' ! -path '*/.*' 2>/dev/null | sort | head -n 201"
     )
-    result = await runner.run(command, timeout=timeout)
+    result = await run_own(runner, command, purpose="skill folder", timeout=timeout)
     lines = [line.strip() for line in result.output.text().splitlines() if line.strip()]
     if result.exit_code != 0 or len(lines) < 2 or not lines[0].startswith("/"):
         return None
