@@ -13,7 +13,7 @@ HOST_CALLS = {"run", "read_file", "read_first", "upload_tree"}
 # Where a runner is called directly: the gated steps, the own road, and the runner helpers.
 ROADS = {
     "engine/commands.py": "a [CMD] or run_command, after the approval gate",
-    "engine/actions.py": "a [GET-FILE], after the approval gate",
+    "engine/files.py": "a [GET-FILE] or read_file, after the approval gate",
     "hosts/own.py": "kosmos's own commands and reads",
     "hosts/runner.py": "read_first_each, the runners' own helper",
 }

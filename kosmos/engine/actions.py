@@ -1,9 +1,7 @@
 """[GET-FILE] and the memory directives: what each does, who allows it, what the LLM is told.
 
 * `[GET-FILE] PATH` reads a file on the target (relative to the login directory, or on `local`
-  to the working directory). The approval policy judges it exactly as it judges `cat PATH`;
-  its text is capped, fenced and redacted as command output is, without the terminal
-  clean-up (a file keeps its blank and repeated lines).
+  to the working directory), as `kosmos.engine.files` does for every file read.
 * Memory lives on the controller (`kosmos.memory`). `[STORE]`, `[APPEND_MEMORY]` and
   `[DELETE_MEMORY]` are writes for the policy; `[RETRIEVE]` and `[LIST_MEMORY]` only read
   kosmos's own notes and are never asked about. A bad name, or text over the limit, is a
@@ -16,26 +14,15 @@ a resumed run can send it again.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 
-from kosmos.clean import cap
 from kosmos.engine.approval import ApprovalGate, Decision
+from kosmos.engine.files import FileStep
 from kosmos.engine.guard import neutralise
 from kosmos.engine.operator import Operator
-from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import ACTION_TAGS, Parsed
-from kosmos.errors import HostError
-from kosmos.events import (
-    ActionStatus,
-    DecidedBy,
-    Event,
-    FileRead,
-    MemoryAction,
-    MemoryVerb,
-    Notice,
-)
-from kosmos.hosts.runner import TOO_LARGE, FileUnreadable, Runner
+from kosmos.events import ActionStatus, DecidedBy, Event, MemoryAction, MemoryVerb
+from kosmos.hosts.runner import Runner
 from kosmos.memory import MemoryRefused, MemoryStore, check_name, index_text
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -65,91 +52,27 @@ class Actions:
         emit: Callable[[Event], None],
         read_timeout: float,
     ) -> None:
-        self.runner = runner
         # The session's gate, looked up each time: a replay puts its own in place.
         self.gate = gate
-        self.operator = operator
         self.memory = memory
         self.redactor = redactor
         self.prompts = prompts
         self.emit = emit
-        self.read_timeout = read_timeout
+        self.files = FileStep(
+            runner=runner,
+            gate=gate,
+            operator=operator,
+            redactor=redactor,
+            prompts=prompts,
+            emit=emit,
+            read_timeout=read_timeout,
+        )
 
     async def act(self, parsed: Parsed, step: int) -> str:
         """Do what `parsed` asks; the result text for the LLM, without the step counter."""
         if parsed.kind == "get_file":
-            return await self._get_file(parsed.text, step)
+            return (await self.files.read(parsed.text, step)).sent_to_llm
         return await self._memory(parsed, step)
-
-    # -- [GET-FILE] ----------------------------------------------------------------------
-
-    async def _get_file(self, path: str, step: int) -> str:
-        p = self.prompts
-        shown = f"{ACTION_TAGS['get_file']} {path}"
-        decision = await self.gate().decide_as(step, shown, f"cat {shlex.quote(path)}", "file")
-        if decision.action in ("refused", "skip"):
-            reason = decision.reason if decision.action == "refused" else p["SKILL_FILE_SKIPPED"]
-            return self._file(step, path, _status(decision), decision, reason=reason)
-        try:
-            text = await self._read(path)
-        except FileUnreadable as e:
-            reason = p["SKILL_FILE_TOO_LARGE"] if e.reason == TOO_LARGE else e.reason
-            return self._file(step, path, "error", decision, reason=f"{path}: {reason}")
-        except TimeoutError:
-            reason = p["SKILL_FILE_SLOW"].format(path=path, timeout=f"{self.read_timeout:g}")
-            return self._file(step, path, "error", decision, reason=reason)
-        if text is None:
-            reason = p["SKILL_FILE_MISSING"].format(path=path)
-            return self._file(step, path, "error", decision, reason=reason)
-        if "\x00" in text:
-            reason = p["SKILL_FILE_NOT_TEXT"].format(path=path)
-            return self._file(step, path, "error", decision, reason=reason)
-        size = len(text.encode("utf-8", errors="replace"))
-        body = neutralise(text.replace("\r\n", "\n")).strip("\n") or p["SKILL_FILE_EMPTY"]
-        body, _ = cap(
-            body,
-            max_bytes=LLM_MAX_BYTES,
-            max_lines=LLM_MAX_LINES,
-            marker=lambda lines, size: p["SKILL_OUTPUT_OMITTED"].format(lines=lines, bytes=size),
-        )
-        content = p["SKILL_FILE_CONTENT"].format(content=self.redactor(body))
-        self.emit(
-            FileRead(
-                step=step,
-                path=path,
-                status="done",
-                by=decision.by,
-                bytes=size,
-                sent_to_llm=content,
-            )
-        )
-        return content
-
-    async def _read(self, path: str) -> str | None:
-        while True:
-            try:
-                return await self.runner.read_file(path, timeout=self.read_timeout)
-            except HostError as e:
-                # The read never reached the host (no connection): safe to try again.
-                if not await self.operator.retry(e):
-                    raise
-                self.emit(Notice(message=f"retrying the file read after: {e}"))
-
-    def _file(
-        self, step: int, path: str, status: ActionStatus, decision: Decision, *, reason: str
-    ) -> str:
-        content = self.prompts["SKILL_FILE_ERROR"].format(reason=reason)
-        self.emit(
-            FileRead(
-                step=step,
-                path=path,
-                status=status,
-                by=decision.by,
-                reason=reason,
-                sent_to_llm=content,
-            )
-        )
-        return content
 
     # -- memory --------------------------------------------------------------------------
 

@@ -1,11 +1,15 @@
-"""A [CMD] from proposal to the text the LLM gets: approval, sudo, streamed output, events."""
+"""One command from proposal to the text the LLM gets: approval, sudo, streamed output, events.
+
+A skill's `[CMD]` and `run_command` outside a skill take this one road.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from kosmos.engine.approval import ApprovalGate
+from kosmos.engine.approval import ApprovalGate, Decision
 from kosmos.engine.guard import LineRedactor
 from kosmos.engine.operator import Operator
 from kosmos.engine.output import omitted_bytes, output_for_llm
@@ -18,9 +22,56 @@ from kosmos.events import (
     Event,
     Notice,
 )
-from kosmos.hosts.runner import Runner
+from kosmos.hosts.runner import CommandResult, Runner
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What became of one proposed command: the gate's decision and, when it ran, its result.
+
+    `output` is what the LLM is told of it: the output cleaned, capped, fenced and redacted,
+    with a status line when it did not simply succeed ("" when it did not run). The raw
+    output is not kept here: it may hold what the redactor masks.
+    """
+
+    proposed: str
+    decision: Decision
+    output: str = ""
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    bytes: int = 0
+    timed_out: bool = False
+    cancelled: bool = False
+    connection_lost: bool = False
+    # The command calls sudo, sudo wants a password, and nobody gave one: it did not run.
+    sudo_declined: bool = False
+
+    @property
+    def command(self) -> str:
+        """The command as it ran (the operator may have edited it), or as proposed."""
+        return self.decision.command
+
+    @property
+    def ran(self) -> bool:
+        return self.decision.action in ("run", "edit") and not self.sudo_declined
+
+    @classmethod
+    def of(
+        cls, proposed: str, decision: Decision, result: CommandResult, output: str
+    ) -> CommandOutcome:
+        return cls(
+            proposed,
+            decision,
+            output,
+            exit_code=result.exit_code,
+            duration_s=result.duration_s,
+            bytes=result.bytes,
+            timed_out=result.timed_out,
+            cancelled=result.cancelled,
+            connection_lost=result.connection_lost,
+        )
 
 
 class CommandStep:
@@ -55,29 +106,24 @@ class CommandStep:
         command: str,
         step: int,
         *,
-        inferred: bool,
-        rerun: bool,
-        edited: Callable[[str], None],
-    ) -> tuple[str, str | None]:
-        """(what the LLM is told, `skip` / `declined` / `refused`-style key or None).
+        inferred: bool = False,
+        rerun: bool = False,
+        edited: Callable[[str], None] | None = None,
+    ) -> CommandOutcome:
+        """Ask the gate about `command`, run it if allowed, and say what became of it.
 
-        The text is command output (seed 001 section 4.2) or the reason nothing ran; the key
-        names which prompt the session wraps it in. `edited` hears the command that will run
-        when the operator changed it.
+        `edited` hears the command that will run when the operator changed it.
         """
         decision = await self.gate().decide(step, command, inferred=inferred, rerun=rerun)
         self.emit(decision.event(step, command))
-        if decision.action == "refused":
-            return decision.reason, "SKILL_COMMAND_REFUSED"
-        if decision.action == "skip":
-            return "", "SKILL_COMMAND_SKIPPED"
-        if decision.command != command:
+        if decision.action in ("refused", "skip"):
+            return CommandOutcome(command, decision)
+        if decision.command != command and edited is not None:
             edited(decision.command)
-        command = decision.command
-        prepared = await self.sudo.prepare(command)
+        prepared = await self.sudo.prepare(decision.command)
         if prepared.declined:
-            return "", "SKILL_SUDO_DECLINED"
-        self.emit(CommandStarted(step=step, command=command))
+            return CommandOutcome(command, decision, sudo_declined=True)
+        self.emit(CommandStarted(step=step, command=decision.command))
         self.stop = asyncio.Event()
         lines = LineRedactor(self.redactor)
 
@@ -117,7 +163,7 @@ class CommandStep:
         self.emit(
             CommandFinished(
                 step=step,
-                command=command,
+                command=decision.command,
                 exit_code=result.exit_code,
                 duration_s=result.duration_s,
                 bytes=result.bytes,
@@ -129,4 +175,4 @@ class CommandStep:
                 sent_to_llm=for_llm,
             )
         )
-        return for_llm, None
+        return CommandOutcome.of(command, decision, result, for_llm)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from kosmos.engine.parser import _TAG_RE
-from kosmos.events import Event, Message
+from kosmos.events import CommandOutput, Event, Message
 from kosmos.safety import Redactor
 from kosmos.safety.redact import block_end, open_block
 
@@ -83,6 +83,19 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
         if clean != value:
             changed[name] = clean
     return event.model_copy(update=changed) if changed else event
+
+
+def outgoing(event: Event, host: str, redactor: Redactor) -> Event:
+    """An event as it leaves the engine: tagged with its host, every string redacted.
+
+    Streamed output (`CommandOutput`) is redacted line by line where it is produced
+    (`LineRedactor`) and passes as it is.
+    """
+    if event.host is None:
+        event = event.model_copy(update={"host": host})
+    if isinstance(event, CommandOutput):
+        return event
+    return redact_event(event, redactor)
 
 
 def redact_message(message: Message, redactor: Redactor) -> Message:

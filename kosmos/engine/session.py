@@ -17,7 +17,7 @@ from kosmos.engine.actions import Actions
 from kosmos.engine.approval import ApprovalGate, Policy
 from kosmos.engine.commands import CommandStep
 from kosmos.engine.envelope import app_command
-from kosmos.engine.guard import redact_event, redact_message
+from kosmos.engine.guard import outgoing, redact_message
 from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import ACTION_TAGS, Parsed
@@ -36,7 +36,6 @@ from kosmos.errors import (
 )
 from kosmos.events import (
     Answer,
-    CommandOutput,
     Directive,
     Emit,
     Event,
@@ -261,11 +260,7 @@ class Session:
     # -- the loop ------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        if event.host is None:
-            event = event.model_copy(update={"host": self.runner.name})
-        if not isinstance(event, CommandOutput):  # streamed output is redacted line by line
-            event = redact_event(event, self.redactor)
-        self._emit(event)
+        self._emit(outgoing(event, self.runner.name, self.redactor))
 
     def _keep(self, *messages: Message) -> None:
         """Add to the history, redacted: what the LLM is sent never holds a known secret."""
@@ -436,15 +431,20 @@ class Session:
             self.messages.pop()
             self._keep(self.protocol.assistant_message(self._turn, command))
 
-        text, kind = await self.commands.run(
+        outcome = await self.commands.run(
             parsed.text, step, inferred=parsed.inferred, rerun=rerun, edited=edited
         )
         step_now, most = self.step, self.options.max_steps
-        if kind == "SKILL_COMMAND_REFUSED":
-            return self.prompts[kind].format(reason=text, step=step_now, max_steps=most)
-        if kind is not None:
-            return self.prompts[kind].format(step=step_now, max_steps=most)
-        return self.prompts.command_output(text, step_now, most)
+        if outcome.decision.action == "refused":
+            told = outcome.decision.reason
+            return self.prompts["SKILL_COMMAND_REFUSED"].format(
+                reason=told, step=step_now, max_steps=most
+            )
+        if outcome.decision.action == "skip":
+            return self.prompts["SKILL_COMMAND_SKIPPED"].format(step=step_now, max_steps=most)
+        if outcome.sudo_declined:
+            return self.prompts["SKILL_SUDO_DECLINED"].format(step=step_now, max_steps=most)
+        return self.prompts.command_output(outcome.output, step_now, most)
 
     async def _ask(self, parsed: Parsed, step: int) -> str:
         answer = await self.operator.answer(
