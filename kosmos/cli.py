@@ -80,7 +80,7 @@ def _non_interactive(args: argparse.Namespace) -> bool:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from kosmos.frontends.run import RunRequest
+    from kosmos.frontends.request import RunRequest
 
     request = RunRequest(
         skill=args.skill,

@@ -10,7 +10,7 @@ from kosmos.config import Settings
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import SessionOptions
 from kosmos.events import CommandDecision, CommandStarted
-from kosmos.frontends.run import RunRequest, resolve_policy
+from kosmos.runs.policy import resolve_policy
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.helpers import ScriptOperator, run_session
@@ -267,11 +267,14 @@ def test_host_policy_matches_the_target_with_or_without_user_and_port(
     target: str, key: str
 ) -> None:
     settings = Settings(hosts={key: {"policy": "read-only"}})
-    assert resolve_policy(RunRequest(skill="x", yes=True), settings, target) == (
+    assert resolve_policy(settings, target, yes=True) == ("read-only", f"config hosts.{key}.policy")
+    assert resolve_policy(settings, "other", yes=True) == ("auto", "--yes")
+    # A fleet host is looked up by its name, then by its target.
+    assert resolve_policy(settings, "web1", target=target) == (
         "read-only",
         f"config hosts.{key}.policy",
     )
-    assert resolve_policy(RunRequest(skill="x", yes=True), settings, "other") == ("auto", "--yes")
+    assert resolve_policy(settings, target, flag="auto") == ("auto", "--policy")
 
 
 def test_piped_answers_are_shown_after_their_prompts(

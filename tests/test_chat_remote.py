@@ -8,10 +8,11 @@ from typing import Any
 import asyncssh
 import yaml
 
-from kosmos.chat.host_skills import host_skills, with_host_skills
+from kosmos.chat.host_skills import with_host_skills
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
+from kosmos.runs.skills import host_skills
 from tests.chatkit import (
     converse,
     example_chat,
@@ -83,10 +84,12 @@ async def test_host_skills_join_the_tools_local_ones_first(
     assert "- probe: The local probe" in prompt and "probe: Back up" not in prompt
 
 
-async def test_local_has_no_host_skills(tmp_path: Path) -> None:
+async def test_the_local_hosts_own_skills_folder_counts_too(tmp_path: Path) -> None:
+    # One rule for every front end: the host's skills folder is looked at on `local` too.
     put(tmp_path, "backup", BACKUP)
     found = await host_skills(LocalRunner(env={"HOME": str(tmp_path)}), timeout=5)
-    assert found.skills == [] and found.problems == []
+    assert [(s.name, s.source) for s in found.skills] == [("backup", "remote")]
+    assert found.problems == []
 
 
 def test_kosmos_chat_offers_and_runs_the_hosts_skills(

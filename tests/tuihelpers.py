@@ -11,8 +11,8 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from kosmos.config import Settings
-from kosmos.frontends.run import skill_library
 from kosmos.prompts import Prompts
+from kosmos.runs.skills import skill_library
 from kosmos.skills.discovery import SkillLibrary
 from kosmos.tui.app import KosmosApp, TuiConfig
 from kosmos.tui.widgets.command import CmdStep

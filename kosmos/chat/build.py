@@ -21,7 +21,7 @@ from kosmos.llm.http import LLMHttp
 from kosmos.llm.provider import Capabilities
 from kosmos.llm.structured import StructuredClient
 from kosmos.prompts import Prompts
-from kosmos.safety.redact import Redactor
+from kosmos.runs.redactor import run_redactor
 from kosmos.skills.model import Skill
 
 
@@ -67,7 +67,7 @@ async def open_chat(
     catalog = Catalog(lang, chat.messages)
     check_texts(settings, catalog)
     key = settings.api_key.get_secret_value() if settings.api_key else None
-    redactor = Redactor([key] if key else [], env=env)
+    redactor = run_redactor(settings, env)
     log = ChatLog(log_path, redactor=redactor, verbose=verbose)
     api = LLMApi(
         log,

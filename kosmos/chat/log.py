@@ -9,14 +9,22 @@ from __future__ import annotations
 import json
 import time
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from kosmos.config import state_dir
 from kosmos.errors import ConfigError
 from kosmos.safety.redact import Redactor
 
 Level = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Step = Literal["main", "cls", "select", "valid", "exec"]
+
+
+def default_log_path(env: dict[str, str], home: Path) -> Path:
+    """A new conversation's log: under the state directory, named by the time it began."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return state_dir(env, home) / "chat" / f"{stamp}-{uuid.uuid4().hex[:6]}.log"
 
 
 class ChatLog:

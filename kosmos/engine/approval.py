@@ -175,7 +175,7 @@ class ApprovalGate:
             if risk == "dangerous" and not self._confirmed(approval):
                 return self._unconfirmed(command, risk, reason, approval.typed)
             if approval.action == "run" or not approval.command or approval.command == command:
-                action = "run" if command == proposed else "edit"
+                action: Literal["run", "edit"] = "run" if command == proposed else "edit"
                 return Decision(action, command, by, risk, reason, asked)
             # The operator typed a different command: judge that one, and ask again only
             # when it needs more than the approval just given (it became dangerous).

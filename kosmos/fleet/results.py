@@ -106,3 +106,36 @@ STATUS_OF_CODE = {
     EXIT_HOST: "error",
     EXIT_INTERRUPTED: "aborted",
 }
+
+
+# -- as text: the summary a terminal, a log and the TUI show ---------------------------------
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Plain aligned columns, two spaces apart; the last column is not padded."""
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = []
+    for row in [headers, *rows]:
+        cells = [str(c).ljust(w) for c, w in zip(row[:-1], widths[:-1], strict=True)]
+        lines.append("  ".join([*cells, str(row[-1])]).rstrip())
+    return lines
+
+
+def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
+    """The final table: host, status, steps, duration, last exit code (and how it was driven)."""
+    headers = ["HOST", "STATUS", "STEPS", "DURATION", "LAST EXIT"]
+    if canary:
+        headers.append("MODE")
+    rows = []
+    for h in result.hosts:
+        row = [
+            h.host,
+            h.status,
+            str(h.steps),
+            f"{h.duration_s:.1f}s",
+            "" if h.last_exit_code is None else str(h.last_exit_code),
+        ]
+        if canary:
+            row.append(h.mode + (f" at step {h.diverged_at_step}" if h.diverged_at_step else ""))
+        rows.append(row)
+    return table(headers, rows)

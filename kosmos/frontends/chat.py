@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,14 +9,19 @@ from pathlib import Path
 from kosmos.chat.agent import Kind, SkillOutcome
 from kosmos.chat.build import open_chat
 from kosmos.chat.catalog import pick_lang
-from kosmos.chat.host_skills import HostSkills, host_skills, offer
-from kosmos.config import Settings, state_dir
+from kosmos.chat.host_skills import offer
+from kosmos.chat.log import default_log_path
+from kosmos.config import Settings
 from kosmos.frontends.console import Console, EndOfInput
-from kosmos.frontends.line import LinePrompter
-from kosmos.frontends.run import RunFrontend, RunRequest, skill_library
+from kosmos.frontends.line import LineOperator, LinePrompter
+from kosmos.frontends.render import TextRenderer
+from kosmos.frontends.terminal import drive
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
+from kosmos.runs.assembly import prepare_run
+from kosmos.runs.redactor import run_redactor
+from kosmos.runs.skills import HostSkills, host_skills, skill_library
 from kosmos.skills.model import Skill
 
 STYLES: dict[str, str] = {"progress": "2", "result": "1", "error": "31", "help": "36"}
@@ -51,7 +54,8 @@ class ConsoleOutput:
 
 
 class LineSkillRunner:
-    """Runs a chosen skill through `kosmos run`'s line mode on one host, connected on first use."""
+    """Runs a chosen skill as `kosmos run` does in line mode, on one host connected on first
+    use: the host's policy from config (else ask), the person at this terminal approving."""
 
     def __init__(
         self, settings: Settings, host: str, console: Console, env: dict[str, str], home: Path
@@ -81,24 +85,26 @@ class LineSkillRunner:
 
     async def run_skill(self, skill: Skill, params: dict[str, str]) -> SkillOutcome:
         runner = await self.connected()
-        frontend = RunFrontend(
-            RunRequest(skill=skill.name, host=self.host),
-            self.settings,
-            env=self.env,
-            home=self.home,
+        ready = prepare_run(
+            skill,
+            params,
+            runner,
+            settings=self.settings,
+            prompts=self.prompts,
+            operator=LineOperator(self.console),
+            redactor=run_redactor(self.settings, self.env),
+            show=TextRenderer(self.console),
         )
-        frontend.console = self.console
-        result = await frontend.run_loaded(skill, params, runner, self.prompts)
+        try:
+            result = await drive(ready.session, console=self.console, line_mode=True)
+        finally:
+            self.console.stop_spinner()
+            await ready.close()
         return SkillOutcome(result.status, result.message, result.transcript)
 
     async def close(self) -> None:
         if self._connected_once:
             await self._runner.close()
-
-
-def default_log_path(env: dict[str, str], home: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return state_dir(env, home) / "chat" / f"{stamp}-{uuid.uuid4().hex[:6]}.log"
 
 
 class ChatFrontend:

@@ -4,56 +4,63 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
-import json
-import re
 import signal
-import time
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from kosmos.engine.approval import Policy
+from kosmos.config import Settings
 from kosmos.engine.operator import Operator
-from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import UsageError
+from kosmos.errors import KosmosError, UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
 from kosmos.fleet.journal import Journal
-from kosmos.fleet.orchestrator import Fleet, SessionParts
-from kosmos.fleet.results import FleetFinished, fleet_result
+from kosmos.fleet.orchestrator import Fleet
+from kosmos.fleet.results import FleetFinished, fleet_result, summary_lines
 from kosmos.fleet.shard import Shard, parse_shard
 from kosmos.fleet.targets import HostSpec, resolve_hosts
-from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
+from kosmos.frontends.console import Console
+from kosmos.frontends.fleet_view import FleetView, LineFleetDesk
 from kosmos.frontends.headless import HeadlessOperator
+from kosmos.frontends.params_line import ask_param_in_terminal
 from kosmos.frontends.render import JsonRenderer
-from kosmos.frontends.run import (
-    RunFrontend,
-    ask_param_in_terminal,
-    resolve_policy,
-    skill_library,
-)
+from kosmos.frontends.request import RunRequest
+from kosmos.frontends.terminal import fail_early
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.runner import Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
+from kosmos.runs.fleet import FleetSessions, fleet_run_dir, write_fleet_result
+from kosmos.runs.redactor import run_redactor
+from kosmos.runs.skills import skill_library
 from kosmos.skills.model import Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
 from kosmos.transcript import read_transcript
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._@-]+", "_", name)[:80] or "host"
-
-
-class FleetFrontend(RunFrontend):
+class FleetFrontend:
     """One skill on many hosts, in line mode or headless; transcripts in one run directory."""
 
-    broker: ApprovalBroker | None = None
-    on_event: Callable[[Event], None] | None = None
+    def __init__(
+        self, request: RunRequest, settings: Settings, *, env: dict[str, str], home: Path
+    ) -> None:
+        self.request = request
+        self.settings = settings
+        self.env = env
+        self.home = home
+        self.line_mode = not request.non_interactive
+        self.console = Console(out=sys.stderr) if request.json else Console()
+        self.redactor = run_redactor(settings, env)
+        self.broker: ApprovalBroker | None = None
+        self.on_event: Callable[[Event], None] | None = None
+
+    def fail_early(self, error: KosmosError) -> int:
+        """An error before the fleet started: one line on stderr (and a --json result line)."""
+        return fail_early(error, self.console, self.redactor, json=self.request.json)
 
     def hosts(self) -> list[HostSpec]:
         """The run's hosts; with --shard K/N, only this job's share of them."""
@@ -102,21 +109,14 @@ class FleetFrontend(RunFrontend):
             spec.target, self.settings, prompter=prompter, notify=notify, ssh_config=self.ssh_config
         )
 
-    def policy_for(self, spec: HostSpec) -> Policy:
-        """The host's approval policy; config may pin it under its name or its target."""
-        policy, source = resolve_policy(self.request, self.settings, spec.name)
-        if not source.startswith("config") and spec.target != spec.name:
-            by_target, source = resolve_policy(self.request, self.settings, spec.target)
-            if source.startswith("config"):
-                return by_target
-        return policy
-
     async def run(self) -> int:
         req, settings = self.request, self.settings
         if req.resume is not None or req.replay is not None:
             raise UsageError(
                 "--resume and --replay continue or replay one host's run; run them with one --host"
             )
+        if not req.skill:
+            raise UsageError("name a skill to run on the hosts")
         hosts = self.hosts()
         prompts = Prompts.load(settings.prompts_file)
         skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
@@ -130,12 +130,7 @@ class FleetFrontend(RunFrontend):
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
         run_id = uuid.uuid4().hex
-        assert settings.transcript_dir is not None
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        part = f"-shard-{self.shard.index}-of-{self.shard.total}" if self.shard else ""
-        run_dir = req.transcript or settings.transcript_dir / (
-            f"{stamp}-{_safe(skill.name)}-fleet-{run_id[:8]}{part}"
-        )
+        run_dir = req.transcript or fleet_run_dir(settings, skill.name, run_id, shard=self.shard)
         if run_dir.exists() and not run_dir.is_dir():
             raise UsageError(
                 f"--transcript {run_dir}: a fleet writes one transcript per host into a "
@@ -151,20 +146,6 @@ class FleetFrontend(RunFrontend):
         journal = Journal(run_dir)
         provider = make_provider(settings)
         json_out = JsonRenderer() if req.json else None
-        options = SessionOptions(
-            max_steps=req.max_steps or settings.max_steps,
-            command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
-            knowledge_timeout=settings.knowledge_timeout,
-            history_mode=skill.history_mode,
-            history_max=skill.history_max,
-            prompt=req.prompt,
-            non_interactive=req.non_interactive,
-            allow_dangerous=req.allow_dangerous,
-            # --protocol > the skill's frontmatter > the config file > tags.
-            protocol=req.protocol or skill.protocol or settings.protocol,
-            memory=settings.memory,
-            memory_dir=settings.memory_dir,
-        )
 
         def on_event(event: Event) -> None:
             journal.write(event)
@@ -172,9 +153,16 @@ class FleetFrontend(RunFrontend):
                 json_out(event)
             view(event)
 
-        def make_session(parts: SessionParts) -> Session:
-            host_options = dataclasses.replace(options, policy=self.policy_for(parts.host))
-            return self._session(skill, params, parts, prompts, host_options, run_id, journal.path)
+        sessions = FleetSessions(
+            skill,
+            params,
+            settings,
+            prompts,
+            self.redactor,
+            journal,
+            choices=req.choices(),
+            run_id=run_id,
+        )
 
         def make_operator(spec: HostSpec) -> Operator:
             if self.broker is not None:
@@ -186,7 +174,7 @@ class FleetFrontend(RunFrontend):
             hosts,
             open_runner=self.open_runner,
             make_operator=make_operator,
-            make_session=make_session,
+            make_session=sessions,
             provider=provider,
             forks=req.forks,
             llm_concurrency=req.llm_concurrency,
@@ -227,31 +215,6 @@ class FleetFrontend(RunFrontend):
         self._report(result, run_dir, canary=req.canary is not None or record is not None)
         return result.exit_code
 
-    def _session(
-        self,
-        skill: Skill,
-        params: dict[str, str],
-        parts: SessionParts,
-        prompts: Prompts,
-        options: SessionOptions,
-        run_id: str,
-        transcript_path: Callable[[str], Path],
-    ) -> Session:
-        path = transcript_path(parts.host.name)
-        return Session(
-            skill,
-            params=params,
-            runner=parts.runner,
-            provider=parts.provider,
-            operator=parts.operator,
-            prompts=prompts,
-            emit=parts.emit,
-            options=options,
-            run_id=f"{run_id}-{parts.host.name}",
-            transcript=str(path),
-            redactor=self.redactor,
-        )
-
     async def _drive(self, fleet: Fleet) -> FleetFinished:
         """Run the fleet; Ctrl-C or SIGTERM ends every host's run and still prints the summary."""
         loop = asyncio.get_running_loop()
@@ -271,9 +234,7 @@ class FleetFrontend(RunFrontend):
                 loop.remove_signal_handler(sig)
 
     def _report(self, result: FleetFinished, run_dir: Path, *, canary: bool) -> None:
-        (run_dir / "fleet.json").write_text(
-            json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        )
+        write_fleet_result(run_dir, result)
         c = self.console
         out = c.err if self.request.json else c.out
         for line in summary_lines(result, canary=canary):

@@ -22,7 +22,7 @@ from kosmos.events import (
 )
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest, FleetAnswer, FleetApproval
 from kosmos.fleet.orchestrator import Fleet, HostRun
-from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.results import table
 from kosmos.frontends.console import Console, EndOfInput
 
 REDRAW_S = 0.25
@@ -50,16 +50,6 @@ def _short(text: str | None, width: int = COMMAND_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Plain aligned columns, two spaces apart; the last column is not padded."""
-    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
-    lines = []
-    for row in [headers, *rows]:
-        cells = [str(c).ljust(w) for c, w in zip(row[:-1], widths[:-1], strict=True)]
-        lines.append("  ".join([*cells, str(row[-1])]).rstrip())
-    return lines
-
-
 def live_rows(runs: Sequence[HostRun], now: float) -> list[list[str]]:
     return [
         [
@@ -71,26 +61,6 @@ def live_rows(runs: Sequence[HostRun], now: float) -> list[list[str]]:
         ]
         for r in runs
     ]
-
-
-def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
-    """The final table: host, status, steps, duration, last exit code (and how it was driven)."""
-    headers = ["HOST", "STATUS", "STEPS", "DURATION", "LAST EXIT"]
-    if canary:
-        headers.append("MODE")
-    rows = []
-    for h in result.hosts:
-        row = [
-            h.host,
-            h.status,
-            str(h.steps),
-            f"{h.duration_s:.1f}s",
-            "" if h.last_exit_code is None else str(h.last_exit_code),
-        ]
-        if canary:
-            row.append(h.mode + (f" at step {h.diverged_at_step}" if h.diverged_at_step else ""))
-        rows.append(row)
-    return table(headers, rows)
 
 
 class FleetView:

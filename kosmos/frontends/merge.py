@@ -15,9 +15,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kosmos.errors import UsageError
-from kosmos.fleet.results import FleetFinished, fleet_result
+from kosmos.fleet.results import FleetFinished, fleet_result, summary_lines
 from kosmos.frontends.console import Console
-from kosmos.frontends.fleet_view import summary_lines
 
 __all__ = ["merge_command", "merge_results"]
 

@@ -2,36 +2,59 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from kosmos.config import Settings
 from kosmos.errors import SkillNotFound
-from kosmos.frontends.run import skill_library
+from kosmos.hosts.runner import Runner
+from kosmos.runs.skills import find_host_skill, host_label, host_skills, skill_library
+from kosmos.skills.discovery import SkillLibrary
 from kosmos.skills.model import Skill
 
+T = TypeVar("T")
 
-def _library(settings: Settings, extra: Sequence[Path]):  # noqa: ANN202 - SkillLibrary
+
+def _library(settings: Settings, extra: Sequence[Path]) -> SkillLibrary:
     return skill_library(settings, extra, dict(os.environ), Path.home())
+
+
+def _on_host(host: str, settings: Settings, work: Callable[[Runner], Awaitable[T]]) -> T:
+    """`work` on the connected host, which is closed after."""
+    from kosmos.hosts.factory import make_runner
+
+    async def connected() -> T:
+        runner = make_runner(host, settings)
+        try:
+            await runner.connect()
+            return await work(runner)
+        finally:
+            await runner.close()
+
+    return asyncio.run(connected())
 
 
 def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> int:
     library = _library(settings, extra)
     skills = library.list()
     rows = [(s.name, s.summary, s.source) for s in skills]
+    problems = [*library.errors, *(w for s in skills for w in s.warnings)]
     if host:
-        from kosmos.frontends.remote import remote_skill_rows
-
-        rows += remote_skill_rows(host, settings)
+        timeout = settings.remote_skill_timeout
+        found = _on_host(host, settings, lambda runner: host_skills(runner, timeout=timeout))
+        rows += [(s.name, s.summary, host_label(found.host)) for s in found.skills]
+        problems += found.problems
     if not rows:
         print("no skills found")
     width = max((len(name) for name, _, _ in rows), default=0)
     for name, description, source in rows:
         text = description if len(description) <= 70 else description[:69] + "…"
         print(f"{name.ljust(width)}  {text}  [{source}]")
-    for problem in [*library.errors, *(w for s in skills for w in s.warnings)]:
+    for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     return 0
 
@@ -71,11 +94,12 @@ def show_skill(name: str, settings: Settings, extra: Sequence[Path], host: str |
     try:
         skill = library.find(name)
     except SkillNotFound:
-        if not host or host == "local":
+        if not host:
             raise
-        from kosmos.frontends.remote import remote_skill
-
-        skill = remote_skill(host, name, settings)
+        timeout = settings.remote_skill_timeout
+        skill = _on_host(
+            host, settings, lambda runner: find_host_skill(runner, name, timeout=timeout)
+        ).model_copy(update={"source": host_label(host)})
     for problem in skill.warnings:
         print(f"warning: {problem}", file=sys.stderr)
     print(describe(skill))

@@ -11,8 +11,9 @@ from textual.binding import Binding
 from kosmos.config import Settings
 from kosmos.fleet.orchestrator import DEFAULT_FORKS
 from kosmos.fleet.targets import HostSpec
-from kosmos.frontends.run import skill_library
 from kosmos.prompts import Prompts
+from kosmos.runs.redactor import run_redactor
+from kosmos.runs.skills import skill_library
 from kosmos.safety import Redactor
 from kosmos.skills.params import parse_param_flags
 from kosmos.tui.hostlist import host_choices
@@ -52,8 +53,7 @@ class KosmosApp(App[int]):
     def new_redactor(self) -> Redactor:
         """Every secret kosmos knows of is masked in what it shows, stores or sends; each run
         has its own, fed as secrets appear (a sudo password typed in one run)."""
-        api_key = self.config.settings.api_key
-        return Redactor([api_key.get_secret_value()] if api_key else [], env=self.config.env)
+        return run_redactor(self.config.settings, self.config.env)
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen(self)

@@ -8,8 +8,6 @@ batched output tail, the stop key, and the decision the view hands back.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +19,7 @@ from textual.message_pump import MessagePump
 
 from kosmos.config import Settings
 from kosmos.engine.operator import Approval
-from kosmos.engine.session import Session, SessionOptions
+from kosmos.engine.session import Session
 from kosmos.errors import HostError, KosmosError
 from kosmos.events import CommandOutput, Event, Notice
 from kosmos.fleet.approvals import (
@@ -35,13 +33,13 @@ from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import DEFAULT_FORKS, Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
-from kosmos.frontends.run import RunRequest, resolve_policy
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
+from kosmos.runs.fleet import FleetSessions, fleet_run_dir, write_fleet_result
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 from kosmos.tui.messages import (
@@ -220,28 +218,6 @@ class FleetController:
         )
         self.broker = ApprovalBroker(self.desk)
 
-    def options(self, host: HostSpec) -> SessionOptions:
-        """As a single TUI run resolves them, with the host's own approval policy (config may
-        pin it under the host's name or its target)."""
-        skill, settings = self.spec.skill, self.settings
-        request = RunRequest(skill=skill.name)
-        policy, source = resolve_policy(request, settings, host.name)
-        if not source.startswith("config") and host.target != host.name:
-            by_target, source = resolve_policy(request, settings, host.target)
-            if source.startswith("config"):
-                policy = by_target
-        return SessionOptions(
-            max_steps=settings.max_steps,
-            command_timeout=skill.timeout or settings.command_timeout,
-            knowledge_timeout=settings.knowledge_timeout,
-            history_mode=skill.history_mode,
-            history_max=skill.history_max,
-            policy=policy,
-            protocol=skill.protocol or settings.protocol,
-            memory=settings.memory,
-            memory_dir=settings.memory_dir,
-        )
-
     def _runner(self, spec: HostSpec) -> Runner:
         if self.open_runner is not None:
             return self.open_runner(spec)
@@ -264,9 +240,7 @@ class FleetController:
         """Run every host to its end; each host's events reach its file and its run view."""
         spec, settings = self.spec, self.settings
         assert settings.transcript_dir is not None and self.broker is not None
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in spec.skill.name)
-        self.run_dir = settings.transcript_dir / f"{stamp}-{safe}-fleet-{self.run_id[:8]}"
+        self.run_dir = fleet_run_dir(settings, spec.skill.name, self.run_id)
         journal = Journal(self.run_dir)
         provider = make_provider(settings)
         broker = self.broker
@@ -276,23 +250,20 @@ class FleetController:
             if event.host is not None and event.host in self.feeds:
                 self.feeds[event.host].emit(event)
 
+        # The config's choices, as a single TUI run takes them; each host its own policy.
+        sessions = FleetSessions(
+            spec.skill,
+            spec.params,
+            settings,
+            self.prompts,
+            self.redactor,
+            journal,
+            run_id=self.run_id,
+        )
+
         def make_session(parts: SessionParts) -> Session:
-            name = parts.host.name
-            session = Session(
-                # The skill tab shows its file's warnings once; not once per host.
-                spec.skill.model_copy(update={"warnings": ()}),
-                params=spec.params,
-                runner=parts.runner,
-                provider=parts.provider,
-                operator=parts.operator,
-                prompts=self.prompts,
-                emit=parts.emit,
-                options=self.options(parts.host),
-                run_id=f"{self.run_id}-{name}",
-                transcript=str(journal.path(name)),
-                redactor=self.redactor,
-            )
-            self.feeds[name].session = session
+            session = sessions(parts)
+            self.feeds[parts.host.name].session = session
             return session
 
         self.fleet = Fleet(
@@ -315,6 +286,5 @@ class FleetController:
             await provider.aclose()
             if self.fleet.result is not None:
                 self.result = self.fleet.result
-                text = json.dumps(self.result.model_dump(mode="json"), indent=2, ensure_ascii=False)
-                (self.run_dir / "fleet.json").write_text(text + "\n")
+                write_fleet_result(self.run_dir, self.result)
         return self.result

@@ -1,4 +1,4 @@
-"""One run in one tab: build the parts as `kosmos run` does, drive the session, route events."""
+"""One run in one tab: the session from run assembly, driven here, its events routed to a view."""
 
 from __future__ import annotations
 
@@ -9,17 +9,14 @@ from pathlib import Path
 from textual.message_pump import MessagePump
 
 from kosmos.config import Settings
-from kosmos.engine.guard import redact_event
-from kosmos.engine.session import Session, SessionOptions
+from kosmos.engine.session import Session
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
-from kosmos.events import CommandOutput, Event, RunFinished, RunStarted
-from kosmos.frontends.run import RunRequest, resolve_policy
+from kosmos.events import CommandOutput, Event, RunFinished
 from kosmos.hosts.runner import Runner
-from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
+from kosmos.runs.assembly import RunChoices, prepare_run
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
-from kosmos.transcript import Transcript, default_path
 from kosmos.tui.messages import EngineEvent, OutputReady
 from kosmos.tui.operator import TuiOperator
 from kosmos.tui.output import StepOutputs
@@ -96,68 +93,38 @@ class RunController:
         )
         self.view.post_message(EngineEvent(self.result))
 
-    def options(self) -> SessionOptions:
-        """As `kosmos run` in a terminal resolves them: the skill's, then the settings'."""
-        spec, settings = self.spec, self.settings
-        # The host's approval policy from config (e.g. production pinned to read-only).
-        policy, _ = resolve_policy(RunRequest(skill=spec.skill.name), settings, spec.host)
-        return SessionOptions(
-            max_steps=settings.max_steps,
-            command_timeout=spec.skill.timeout or settings.command_timeout,
-            knowledge_timeout=settings.knowledge_timeout,
-            history_mode=spec.skill.history_mode,
-            history_max=spec.skill.history_max,
-            prompt=spec.prompt,
-            policy=policy,
-            protocol=spec.skill.protocol or settings.protocol,
-            memory=settings.memory,
-            memory_dir=settings.memory_dir,
-        )
-
     async def run(self) -> RunFinished | None:
-        """Connect, run the skill to its end; every event reaches the transcript and the view."""
-        spec, settings = self.spec, self.settings
+        """Connect, run the skill to its end; every event reaches the transcript and the view.
+
+        The choices are the config's (a form has no flags): the host's policy from config,
+        else ask; the skill's limits, else the config's.
+        """
+        spec = self.spec
         runner = await self._connect()
         if runner is None:
             return self.result
-        assert settings.transcript_dir is not None
-        path = spec.transcript or default_path(
-            settings.transcript_dir, spec.skill.name, self.run_id
-        )
-        self.transcript_path = path
-        transcript = Transcript(path)
-        provider = make_provider(settings)
-
-        def emit(event: Event) -> None:
-            transcript.write(event)
-            if isinstance(event, RunStarted):
-                for early in spec.early:
-                    early = redact_event(early, self.redactor)
-                    transcript.write(early.model_copy(update={"host": event.host}))
-            self._emit_to_view(event)
-
-        self.session = Session(
+        ready = prepare_run(
             spec.skill,
-            params=spec.params,
-            runner=runner,
-            provider=provider,
-            operator=self.operator,
+            spec.params,
+            runner,
+            settings=self.settings,
             prompts=self.prompts,
-            emit=emit,
-            options=self.options(),
-            run_id=self.run_id,
-            transcript=str(path),
+            operator=self.operator,
             redactor=self.redactor,
+            show=self._emit_to_view,
+            choices=RunChoices(prompt=spec.prompt),
+            transcript=spec.transcript,
+            early=list(spec.early),
+            run_id=self.run_id,
         )
+        self.transcript_path = ready.path
+        self.session = ready.session
         try:
-            self.result = await self.session.run()
+            self.result = await ready.run()
         except BaseException:
             # Cancelled (the app quits): the session wrote its `aborted` result already.
             self.result = self.session.result or RunFinished(
                 status="aborted", steps=0, message="interrupted", exit_code=EXIT_INTERRUPTED
             )
             raise
-        finally:
-            transcript.close()
-            await provider.aclose()
         return self.result

@@ -23,9 +23,10 @@ from textual.worker import Worker, WorkerState
 from kosmos.chat.agent import ChatAgent
 from kosmos.chat.build import open_chat
 from kosmos.chat.catalog import Catalog, pick_lang
-from kosmos.chat.host_skills import HostSkills, host_skills, offer
+from kosmos.chat.host_skills import offer
+from kosmos.chat.log import default_log_path
 from kosmos.errors import EXIT_DONE, KosmosError
-from kosmos.frontends.chat import default_log_path
+from kosmos.runs.skills import HostSkills, host_skills
 from kosmos.skills.model import Skill
 from kosmos.tui.chat_bridge import ConversationOutput, TuiSkillRunner
 from kosmos.tui.messages import EngineEvent, OutputReady, RunStateChanged
@@ -167,8 +168,9 @@ class ChatScreen(Screen[None]):
         self.host = host
         self.query_one("#chat-host", Label).update(f"◆ {host}")
         found = HostSkills(host)
-        if self.parts.config.settings.chat_settings.skills and host != "local":
-            self._say(agent.t("host_looking", host=host), "progress")
+        if self.parts.config.settings.chat_settings.skills:
+            if host != "local":  # this machine's folder answers at once
+                self._say(agent.t("host_looking", host=host), "progress")
             found = await self._list(host)
         offer(agent, self._local_skills(), found)
 

@@ -12,8 +12,8 @@ from textual.worker import Worker, WorkerState
 
 from kosmos.errors import KosmosError, SkillNotFound
 from kosmos.events import CommandFinished, CommandStarted, Event, KnowledgeLoaded, LLMRequest
-from kosmos.frontends.params_dialogue import dialogue_wanted
-from kosmos.skills.discovery import find_remote_skill, list_remote_skills
+from kosmos.runs.params import dialogue_wanted
+from kosmos.runs.skills import find_host_skill, host_skills
 from kosmos.skills.model import Skill
 from kosmos.tui.messages import (
     EngineEvent,
@@ -101,37 +101,26 @@ class MainScreen(Screen[None]):
 
     async def _remote_skills(self, target: str) -> None:
         settings = self.parts.config.settings
-        errors: list[str] = []
         try:
             runner = await self.parts.pool.get(target)
-            skills = await list_remote_skills(
-                runner, timeout=settings.remote_skill_timeout, errors=errors
-            )
-        except TimeoutError:
-            self.post_message(RemoteSkills(target, [], f"{target}: listing its skills timed out"))
-            return
+            found = await host_skills(runner, timeout=settings.remote_skill_timeout)
         except KosmosError as e:
             self.post_message(RemoteSkills(target, [], str(e)))
             return
-        note = f"{len(errors)} broken skill file(s) on {target}" if errors else ""
-        self.post_message(RemoteSkills(target, skills, note))
+        note = found.problems[0] if len(found.problems) == 1 else ""
+        if len(found.problems) > 1:
+            note = f"{len(found.problems)} skill files on {target} could not be read"
+        self.post_message(RemoteSkills(target, found.skills, note))
 
     def _find_remote(self, name: str) -> None:
         async def find() -> None:
             try:
                 runner = await self.parts.pool.get(self.sidebar.selected_host)
-                skill = await find_remote_skill(
+                skill = await find_host_skill(
                     runner, name, timeout=self.parts.config.settings.remote_skill_timeout
                 )
-            except (KosmosError, TimeoutError) as e:
+            except KosmosError as e:
                 self.notify(f"--skill {name}: {e}", severity="error", timeout=10)
-                return
-            if skill is None:
-                self.notify(
-                    f"unknown skill '{name}' here and on {self.sidebar.selected_host}",
-                    severity="error",
-                    timeout=10,
-                )
                 return
             self.sidebar.select_skill(skill)
 

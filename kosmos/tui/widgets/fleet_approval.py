@@ -10,8 +10,7 @@ from textual.message import Message
 from textual.widgets import Button, Checkbox, Label, Static
 
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
-from kosmos.fleet.results import FleetFinished
-from kosmos.frontends.fleet_view import summary_lines
+from kosmos.fleet.results import FleetFinished, summary_lines
 from kosmos.tui.paths import shown_path
 
 

@@ -17,8 +17,8 @@ from kosmos.config import Settings
 from kosmos.engine.params_dialog import DialogReply, DialogState
 from kosmos.errors import InputNeeded, KosmosError
 from kosmos.events import Event, ParamsUpdate
-from kosmos.frontends.params_dialogue import run_dialogue
 from kosmos.prompts import Prompts
+from kosmos.runs.params import run_dialogue
 from kosmos.skills.model import Skill
 
 INTRO = (

@@ -1,0 +1,69 @@
+"""What the operator asked `kosmos run` for on the command line, one host or a fleet."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kosmos.engine.approval import Policy
+from kosmos.runs.assembly import RunChoices
+
+
+@dataclass
+class RunRequest:
+    """What the operator asked for on the command line."""
+
+    skill: str | None
+    host: str | None = None
+    params: Sequence[str] = ()
+    prompt: str | None = None
+    answers: Sequence[str] = ()
+    non_interactive: bool = False
+    yes: bool = False
+    json: bool = False
+    max_steps: int | None = None
+    command_timeout: float | None = None
+    transcript: Path | None = None
+    skills_dirs: Sequence[Path] = field(default_factory=tuple)
+    policy: Policy | None = None
+    allow_dangerous: bool = False
+    resume: Path | None = None
+    replay: str | None = None
+    replay_tolerant: bool = False
+    protocol: str | None = None
+    # A fleet: every --host, a --hosts pattern, an inventory (issue: fleets).
+    hosts: Sequence[str] = ()
+    hosts_pattern: str | None = None
+    inventory: Path | None = None
+    forks: int = 10
+    llm_concurrency: int | None = None
+    canary: str | None = None
+    # --canary-from: a finished run on one host that every host of this run replays.
+    canary_from: Path | None = None
+    # --shard K/N: this job takes only its share of the hosts (kosmos.fleet.shard).
+    shard: str | None = None
+
+    def choices(self) -> RunChoices:
+        return RunChoices(
+            max_steps=self.max_steps,
+            command_timeout=self.command_timeout,
+            prompt=self.prompt,
+            protocol=self.protocol,
+            policy=self.policy,
+            yes=self.yes,
+            allow_dangerous=self.allow_dangerous,
+            non_interactive=self.non_interactive,
+        )
+
+    @property
+    def fleet(self) -> bool:
+        """More than one host, a pattern, an inventory, a canary or a shard: a fleet run."""
+        return (
+            len(self.hosts) > 1
+            or self.hosts_pattern is not None
+            or self.inventory is not None
+            or self.canary is not None
+            or self.canary_from is not None
+            or self.shard is not None
+        )

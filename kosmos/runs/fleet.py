@@ -1,0 +1,92 @@
+"""A fleet's sessions: one skill on many hosts, each host's session built alike.
+
+The fleet core (`kosmos.fleet`) opens each host and hands `FleetSessions` the host's parts;
+the session it gets back runs under the host's own approval policy (config may pin a host
+under its name or its target), with the run's choices and one transcript per host in the
+run's directory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kosmos.config import Settings
+from kosmos.engine.session import Session
+from kosmos.fleet.journal import Journal
+from kosmos.fleet.orchestrator import SessionParts
+from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.shard import Shard
+from kosmos.prompts import Prompts
+from kosmos.runs.assembly import RunChoices, session_options
+from kosmos.runs.policy import resolve_policy
+from kosmos.safety import Redactor
+from kosmos.skills.model import Skill
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]+", "_", name)[:80] or "host"
+
+
+def fleet_run_dir(
+    settings: Settings, skill: str, run_id: str, *, shard: Shard | None = None
+) -> Path:
+    """Where a fleet run's transcripts go: one new folder under the transcript folder, named
+    for the skill, the run and (`--shard`) the share of the hosts this job takes."""
+    assert settings.transcript_dir is not None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    part = f"-shard-{shard.index}-of-{shard.total}" if shard else ""
+    return settings.transcript_dir / f"{stamp}-{_safe(skill)}-fleet-{run_id[:8]}{part}"
+
+
+def write_fleet_result(run_dir: Path, result: FleetFinished) -> None:
+    """The fleet's result beside its transcripts (`fleet.json`)."""
+    text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    (run_dir / "fleet.json").write_text(text + "\n")
+
+
+@dataclass
+class FleetSessions:
+    """The fleet's session factory (`Fleet(make_session=...)`): each host's session."""
+
+    skill: Skill
+    params: Mapping[str, str]
+    settings: Settings
+    prompts: Prompts
+    redactor: Redactor
+    journal: Journal
+    choices: RunChoices = field(default_factory=RunChoices)
+    run_id: str = ""
+
+    def __post_init__(self) -> None:
+        # The skill file's warnings are said once for the fleet, not once per host.
+        self.skill = self.skill.model_copy(update={"warnings": ()})
+        # Alike on every host but for the approval policy.
+        self.options = session_options(self.skill, self.settings, self.choices, policy="ask")
+
+    def __call__(self, parts: SessionParts) -> Session:
+        host = parts.host
+        policy, _ = resolve_policy(
+            self.settings,
+            host.name,
+            flag=self.choices.policy,
+            yes=self.choices.yes,
+            target=host.target,
+        )
+        return Session(
+            self.skill,
+            params=self.params,
+            runner=parts.runner,
+            provider=parts.provider,
+            operator=parts.operator,
+            prompts=self.prompts,
+            emit=parts.emit,
+            options=replace(self.options, policy=policy),
+            run_id=f"{self.run_id}-{host.name}",
+            transcript=str(self.journal.path(host.name)),
+            redactor=self.redactor,
+        )

@@ -1,0 +1,15 @@
+"""The redactor every run, chat and host session starts with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kosmos.config import Settings
+from kosmos.safety import Redactor
+
+
+def run_redactor(settings: Settings, env: Mapping[str, str]) -> Redactor:
+    """Masks every secret kosmos knows of in what it shows, stores or sends: the API key and
+    the environment's key-like values; a run feeds it more as they appear (a sudo password)."""
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    return Redactor([api_key] if api_key else [], env=env)
