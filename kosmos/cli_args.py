@@ -54,7 +54,7 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--protocol",
         choices=["tags", "json", "tools", "auto"],
-        help="how the LLM answers each step: tags (seed 001, default), json, tools "
+        help="how the LLM answers each step: tags (default), json, tools "
         "(function calling), auto (tools where the provider can, else tags)",
     )
     p.add_argument(

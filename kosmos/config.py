@@ -20,14 +20,14 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "http://localhost:3002/v1"
 DEFAULT_MODEL = "CHEAP"
 
-# Environment variables a user may set (seed 001 names the first two).
+# Environment variables a user may set (the first two are kosmos-panel's names).
 ENV_BASE_URL = "AI_KOSMOS_MODEL_BASE_URL"
 ENV_MODEL = "AI_MODEL"
 ENV_API_KEYS = {
     "openai": ("KOSMOS_API_KEY", "OPENAI_API_KEY"),
     "gemini": ("KOSMOS_API_KEY", "GEMINI_API_KEY"),
 }
-# The base URL each provider reads from the environment (seed 001 names the openai one).
+# The base URL each provider reads from the environment (openai's: kosmos-panel's name).
 ENV_BASE_URLS = {"openai": ENV_BASE_URL, "gemini": "GEMINI_BASE_URL"}
 PROVIDER_DEFAULTS = {
     "openai": {"base_url": DEFAULT_BASE_URL, "model": DEFAULT_MODEL},

@@ -1,4 +1,4 @@
-"""The `chat:` section of the config: seed 002's config table plus the HTTP tools.
+"""The `chat:` section of the config: the chat's settings and its HTTP tools.
 
 Beside `kosmos.config`, which checks the section when a file is read; the chat models it.
 """
@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# seed 002, config table.
+# The chat's defaults (docs/protocol.md, The chat).
 EXIT_COMMANDS = ("/exit", "/quit", "/q", "exit", "quit", "q")
 HELP_COMMANDS = ("/help", "help", "?")
 DEFAULT_EMBEDDING_MODEL = "Embeddings"
@@ -38,9 +38,9 @@ class HttpToolTexts(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     failed: str = "tool_failed"
-    # The function name the log lines of the call carry (seed: answer_question).
+    # The function name the log lines of the call carry (e.g. answer_question).
     log_name: str | None = None
-    # The label of an `error` field in the answer (seed: Search error, Generation error).
+    # The label of an `error` field in the answer (e.g. Search error, Generation error).
     error_label: str = "Request error"
 
 
@@ -55,7 +55,7 @@ class HttpToolSettings(BaseModel):
     health_path: str | None = "/health"
     path: str
     params: list[ToolParamSettings] = Field(default_factory=list)
-    # Constant fields sent with every request (seed: rag_search's top_k).
+    # Constant fields sent with every request (e.g. rag_search's top_k).
     body: dict[str, Any] = Field(default_factory=dict)
     show: Show = "fields"
     texts: HttpToolTexts = HttpToolTexts()
@@ -77,7 +77,7 @@ class CatalogEntry(BaseModel):
 
 
 class ChatSettings(BaseModel):
-    """How `kosmos chat` behaves; every default comes from seed 002's config table."""
+    """How `kosmos chat` behaves; the README lists every default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

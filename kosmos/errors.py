@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes of DESIGN.md.
+# Exit codes, as the README's table lists them.
 EXIT_DONE = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -62,7 +62,7 @@ class Notice(Event):
 
 
 class ToolCall(BaseModel):
-    """One function call an LLM asked for (seed 003): its id (if the wire has one), name, args."""
+    """One function call an LLM asked for: its id (if the wire has one), name and args."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -136,7 +136,7 @@ class CapabilityFallback(Event):
 
 
 class StructuredExchange(Event):
-    """One structured request (seed 004): context, schema, strategy and the solution.
+    """One structured request (docs/protocol.md): context, schema, strategy and the solution.
 
     Together they are a replayable unit: the same context and schema give the same call.
     """
@@ -180,8 +180,8 @@ class Directive(Event):
     text: str
     required: bool = True
     inferred: bool = False
-    # Text the LLM said beside its directive (a multi-part reply, seed 003; a JSON envelope's
-    # `text`, seed 000).
+    # Text the LLM said beside its directive (a reply of text and function calls; a JSON
+    # envelope's `text`).
     said: str = ""
     # A built-in action of the JSON envelope (`open_app` / `close_app`) behind a command.
     action: str | None = None
@@ -312,7 +312,7 @@ class Answer(Event):
 
 
 class ParamsUpdate(Event):
-    """The parameter dialogue (seed 003): one turn, or parameters merged, rejected, confirmed."""
+    """The parameter dialogue: one turn, or parameters merged, rejected, confirmed."""
 
     type: Literal["params_update"] = "params_update"
     kind: Literal["turn", "update", "rejected", "confirm", "premature_confirm"]

@@ -1,4 +1,4 @@
-"""Prompt texts from prompts.json and the seed-001 builders that fill them in."""
+"""Prompt texts from prompts.json and the builders that fill them in (docs/protocol.md)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class SystemParts:
     """What the system prompt is built from.
 
     `memory_index` set (--memory): the memory prompt, opened by the Target OS block of
-    `target_os` and closed by the Current Memory Index; None: seed 001's prompt, word for word.
+    `target_os` and closed by the Current Memory Index; None: the plain prompt, word for word.
     """
 
     skill_name: str
@@ -95,7 +95,7 @@ class Prompts:
     def __getitem__(self, key: str) -> str:
         return self.texts[key]
 
-    # seed 001 section 3: base prompt, optional System Context, Active Skill, in that order.
+    # docs/protocol.md, The system prompt: base, System Context (if any), Active Skill.
     def system(
         self,
         parts: SystemParts,
@@ -103,7 +103,7 @@ class Prompts:
         base: str = "SKILL_SYSTEM_PROMPT_WITH_ASK",
         memory_base: str = "SKILL_SYSTEM_PROMPT_MEMORY",
     ) -> str:
-        """`base`: the tags protocol's seed prompt, or the json / tools protocol's own;
+        """`base`: the tags protocol's prompt, or the json / tools protocol's own;
         `memory_base`: what replaces it with --memory (kosmos's memory prompt)."""
         memory = parts.memory_index is not None
         head = self[base]
@@ -132,7 +132,7 @@ class Prompts:
         listed = "\n".join(self["SKILL_FOLDER_FILE"].format(path=f) for f in files)
         return self["SKILL_FOLDER"].format(base=base, files=listed)
 
-    # seed 001 section 4.1
+    # docs/protocol.md, The first request
     def initial(
         self,
         skill_name: str,
@@ -155,7 +155,7 @@ class Prompts:
             skill_name=skill_name, parameters=parameters, step=step, max_steps=max_steps
         )
 
-    # seed 001 sections 4.2 - 4.5
+    # docs/protocol.md, Replies
     def command_output(self, output: str, step: int, max_steps: int) -> str:
         return self["SKILL_COMMAND_OUTPUT"].format(output=output, step=step, max_steps=max_steps)
 

@@ -1,1 +1,1 @@
-"""`kosmos chat`: the agent router of seed 002, with no front-end imports."""
+"""`kosmos chat`: the agent router (docs/protocol.md, The chat), with no front-end imports."""

@@ -1,4 +1,4 @@
-"""The chat agent of seed 002: [main] input -> [cls] classify -> [select] tool -> [valid] -> [exec].
+"""The chat agent: [main] input -> [cls] classify -> [select] tool -> [valid] -> [exec].
 
 Front ends give it an Output (stdout texts), a line reader and a SkillRunner; it keeps the one
 message history of the conversation and writes the detailed log.
@@ -90,7 +90,7 @@ def _short(text: str, limit: int = 90) -> str:
 
 
 class _End(Exception):
-    """The chat ends with this exit code (seed: LLM error or parse error)."""
+    """The chat ends with this exit code (an LLM error or a parse error)."""
 
     def __init__(self, exit_code: int) -> None:
         self.exit_code = exit_code
@@ -192,7 +192,7 @@ class ChatAgent:
         return None
 
     def _say(self, text: str, kind: Kind = "progress", *, remember: bool = True) -> None:
-        """Print a text; the seed keeps most of them in the history too."""
+        """Print a text; most of them go into the history too."""
         self.out.say(text, kind)
         if remember:
             self.history.append(Message(role="assistant", content=text))
@@ -212,7 +212,7 @@ class ChatAgent:
     # -- LLM requests --------------------------------------------------------------------
 
     def _context(self, system: str) -> list[ContextMessage]:
-        # seed 002: at most CONTEXT_HIST_LIMIT messages of the history go to the LLM.
+        # At most CONTEXT_HIST_LIMIT messages of the history go to the LLM.
         recent = self.history[-self.settings.context_hist_limit :]
         return [ContextMessage(role="system", content=system)] + [
             ContextMessage(role=m.role, content=m.content)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""seed 002's two LLM API calls, and a Provider over them for the structured-request layer.
+"""The chat's two LLM API calls, and a Provider over them for the structured-request layer.
 
 `post_chat_completions(payload, verbose)` and `post_embeddings(payload, verbose)` fill in the
 default model, log the payload and the response at debug level when verbose, and on failure
@@ -78,7 +78,7 @@ class LLMApi:
             )
             if not isinstance(data, dict):
                 raise LLMError(f"the LLM at {http.base_url} answered {type(data).__name__}")
-        except Exception as e:  # noqa: BLE001 - seed 002: every failure becomes {"error": ...}
+        except Exception as e:  # noqa: BLE001 - every failure becomes {"error": ...}
             self.last_error = e
             self.log.critical(f"{name} // {type(e).__name__}: {e}", e)
             return {"error": str(e)}

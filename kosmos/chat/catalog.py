@@ -1,4 +1,4 @@
-"""Every stdout text of `kosmos chat`, in Russian (seed 002, verbatim) and English."""
+"""Every stdout text of `kosmos chat`, in Russian (the reference texts, verbatim) and English."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from kosmos.config_chat import CatalogEntry
 Lang = Literal["en", "ru"]
 LANGS: tuple[Lang, ...] = ("en", "ru")
 
-# key -> (English, Russian). The Russian texts are seed 002's; keep them verbatim.
+# key -> (English, Russian). The Russian texts are the reference chat's; keep them verbatim.
 TEXTS: dict[str, tuple[str, str]] = {
     "greeting": (
         "Hello! I am the kosmos agent: tell me in plain words what you need.",
@@ -111,7 +111,8 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Заголовки топ-{top_k} документов: {titles}",
     ),
     "haiku": ("Haiku: {text}", "Хайку: {text}"),
-    # seed 002 prints total_words under the syllables label and back; each figure gets its own.
+    # The reference chat prints total_words under the syllables label and back; here each
+    # figure gets its own.
     "haiku_syllables": ("#syllables per line: {syllables}", "#слогов построчно: {syllables}"),
     "haiku_words": ("#words in total: {words}", "#слов итого: {words}"),
     "field": ("{name}: {value}", "{name}: {value}"),

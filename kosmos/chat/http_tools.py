@@ -1,4 +1,4 @@
-"""Calling an HTTP tool (seed 002 step 5): health check, the request, and showing the answer."""
+"""Calling an HTTP tool (the `[exec]` step): health check, the request, showing the answer."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kosmos.config_chat import HttpToolSettings
 
 
 class RagAnswer(BaseModel):
-    """What /search answers (seed 002, 2.1.2)."""
+    """What a /search service answers."""
 
     answer: str
     chunk_title_list: list[str] = []
@@ -25,7 +25,7 @@ class RagAnswer(BaseModel):
 
 
 class HaikuAnswer(BaseModel):
-    """What /generate_haiku answers (seed 002, 2.2.2)."""
+    """What a /generate_haiku service answers."""
 
     haiku_text: str
     syllables_per_line: list[int] = []
@@ -84,7 +84,7 @@ async def _health(tool: HttpToolSettings, client: httpx.AsyncClient, log: ChatLo
             response = await client.get(url, timeout=tool.timeout)
         response.raise_for_status()
         data = response.json()
-    except Exception as e:  # noqa: BLE001 - seed: any failure of the call is this branch
+    except Exception as e:  # noqa: BLE001 - any failure of the call is this branch
         log.error(f"check_health // Unexpected error: {_describe(e)}")
         log.error(f"{fn} // Health check failed")
         raise _Failed(
@@ -114,7 +114,7 @@ async def _request(
             response.raise_for_status()
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    except Exception as e:  # noqa: BLE001 - seed: any failure of the call is this branch
+    except Exception as e:  # noqa: BLE001 - any failure of the call is this branch
         log.error(f"{fn} // Unexpected error: {_describe(e)}")
         raise _Failed(f"{tool.name}: POST {url} failed: {_failure(e, tool.timeout)}") from e
     log.payload(f"{fn} // response", data)

@@ -1,6 +1,6 @@
 """The chat's detailed log file: one line per record, each with its level and step prefix.
 
-seed 002: every step has a prefix (`[main]`, `[cls]`, `[select]`, `[valid]`, `[exec]`) that
+Every step has a prefix (`[main]`, `[cls]`, `[select]`, `[valid]`, `[exec]`) that
 starts each log message of that step. Everything written passes the redactor first.
 """
 
@@ -79,7 +79,7 @@ class ChatLog:
         self.write("ERROR", message)
 
     def critical(self, message: str, exc: BaseException | None = None) -> None:
-        """A critical line; with `exc`, its traceback follows (seed: the stack trace)."""
+        """A critical line; with `exc`, its traceback follows."""
         if exc is not None:
             trace = "".join(traceback.format_exception(exc)).rstrip()
             message = f"{message}\n{trace}"

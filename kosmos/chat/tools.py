@@ -1,4 +1,4 @@
-"""The chat's tools (HTTP services from config, and skills) and seed 002's validation step."""
+"""The chat's tools (HTTP services from config, and skills) and the `[valid]` step."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ class Validation:
 def validate(
     tool: Tool | None, name: str, given: Mapping[str, str | None], catalog: Catalog
 ) -> Validation:
-    """seed 002 step 4: missing, empty, too long (and not one of the choices), per parameter."""
+    """The `[valid]` step: missing, empty, too long (or not one of the choices), per parameter."""
     if tool is None:
         return Validation(False, catalog("unknown_tool"), f"Unknown tool: {name}", {})
     params: dict[str, str] = {}
@@ -152,7 +152,7 @@ def validate(
 
 
 def ready_text(tool: Tool, params: Mapping[str, str], catalog: Catalog) -> str:
-    """`Tool X is checked and ready`, naming the one value the seed names (Query:, Theme:)."""
+    """`Tool X is checked and ready`, naming the one value worth naming (Query:, Theme:)."""
     named = [p for p in tool.params if p.ready != "ready" and p.name in params]
     if len(named) == 1:
         return catalog(named[0].ready, tool=tool.name, value=params[named[0].name])

@@ -1,1 +1,1 @@
-"""The skill engine: the seed-001 state machine and what it talks to."""
+"""The skill engine: the session's state machine and what it talks to (docs/protocol.md)."""

@@ -1,7 +1,7 @@
 """What a run learns before step 1: the host's knowledge and OS, the skill's folder, the memory.
 
-Each part goes into the system prompt (seed 001 section 3; --memory adds the Target OS block
-and the memory index) and is announced by an event.
+Each part goes into the system prompt (docs/protocol.md, The system prompt; --memory adds the
+Target OS block and the memory index) and is announced by an event.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The JSON reply envelope of seed 000, and its built-in app actions as OS commands.
+"""The JSON reply envelope (docs/protocol.md), and its built-in app actions as OS commands.
 
 A reply may be `{"text": ...}`, a JSON string, or an action
-`{"session_id", "command", "args", "text"}`. An action that breaks the seed's rules is dropped
+`{"session_id", "command", "args", "text"}`. An action that breaks the envelope's rules is dropped
 and its text kept; `text` is always a string, possibly empty.
 """
 

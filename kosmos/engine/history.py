@@ -12,7 +12,7 @@ DEFAULT_HISTORY_MAX = 10
 def view(messages: Sequence[Message], mode: str, history_max: int | None) -> list[Message]:
     """The messages to send.
 
-    - `full`: all of them (seed 001).
+    - `full`: all of them (docs/protocol.md, History).
     - `last_n`: the system message, the first request (the task and its parameters) and the
       last `history_max` messages after it, starting at an assistant reply so roles alternate.
     - `system_only`: the system message and the newest user message.

@@ -1,4 +1,4 @@
-"""What the LLM is sent of one command's result (seed 001 section 4.2)."""
+"""What the LLM is sent of one command's result (docs/protocol.md, Replies)."""
 
 from __future__ import annotations
 

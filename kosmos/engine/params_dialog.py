@@ -1,4 +1,4 @@
-"""Collect a skill's missing parameters in a short dialogue with the LLM (seed 003).
+"""Collect a skill's missing parameters in a short dialogue with the LLM (docs/protocol.md).
 
 The LLM gets two tools, `update_params` (one property per skill param) and `confirm_and_run`,
 and a `[SYSTEM STATE]` block before every call. kosmos merges each update (new values
@@ -99,7 +99,7 @@ class ParamCollector:
         return DialogState(dict(self.values), self.missing)
 
     def state_block(self) -> str:
-        """seed 003: `buildStateInjection`."""
+        """The `[SYSTEM STATE]` block sent before every call: what is collected, what is missing."""
         collected = {p.name: self.values.get(p.name) for p in self.skill.params}
         lines = ["[SYSTEM STATE]", f"Collected: {json.dumps(collected, ensure_ascii=False)}"]
         if self.missing:
@@ -144,7 +144,7 @@ class ParamCollector:
     # -- tool calls ----------------------------------------------------------------------
 
     def update(self, args: Mapping[str, object]) -> str:
-        """Merge: each valid new value overwrites, every other value stays (seed 003)."""
+        """Merge: each valid new value overwrites, every other value stays."""
         accepted: dict[str, str] = {}
         problems: dict[str, str] = {}
         for name, raw in args.items():

@@ -1,6 +1,6 @@
-"""Parse one LLM reply into one directive (seed 001 section 5), tolerant as small models need.
+"""Parse one LLM reply into one directive, tolerant as small models need (docs/protocol.md).
 
-Besides seed 001's five tags, kosmos-panel's skills use six more, always understood:
+Besides the five tags, kosmos-panel's skills use six more, always understood:
 `[GET-FILE] PATH` and the memory tags `[STORE]`, `[APPEND_MEMORY]` (a note's name, then its
 text), `[RETRIEVE]`, `[DELETE_MEMORY]` (a name) and `[LIST_MEMORY]`.
 """
@@ -26,7 +26,7 @@ Kind = Literal[
 
 TAGS = ("[CMD]", "[ASK]", "[ASK:optional]", "[MESSAGE]", "[DONE]")
 
-# The tag of each kind beyond seed 001's, as kosmos-panel spells it.
+# The tag of each kind beyond the five, as kosmos-panel spells it.
 ACTION_TAGS: dict[str, str] = {
     "get_file": "[GET-FILE]",
     "store": "[STORE]",
@@ -53,14 +53,14 @@ DEFAULT_DONE = "Skill completed"
 
 @dataclass(frozen=True)
 class Parsed:
-    """One directive. `canonical` is the reply as kept in history (seed 001: `content`)."""
+    """One directive. `canonical` is the reply as kept in history."""
 
     kind: Kind
     text: str
     required: bool = True
     inferred: bool = False
     canonical: str = ""
-    # A built-in action of the JSON envelope (seed 000) that becomes the command on the target.
+    # A built-in action of the JSON envelope that becomes the command on the target.
     action: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
     # [STORE] / [APPEND_MEMORY]: the note's text (`text` is its name).
@@ -195,7 +195,7 @@ def parse_reply(reply: str) -> Parsed:
                 else:
                     raise NoDirective(f"{match.group(0).strip()} without any text")
         return Parsed(kind, text, required, False, canonical(kind, text, required))
-    # seed 001 section 5.6: no known format -> the first line is a command.
+    # No known format: the first line is a command (an inferred one).
     command = _command_from(content)
     if not command:
         raise NoDirective("empty reply")

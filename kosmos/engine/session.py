@@ -1,4 +1,4 @@
-"""The skill session: seed 001's state machine (idle -> waiting_cmd / waiting_user -> done)."""
+"""The skill session: idle -> waiting_cmd / waiting_user -> done (docs/protocol.md)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class SessionOptions:
     # Headless: a reply without a tag gets a correction instead of an approval request.
     non_interactive: bool = False
     max_format_errors: int = 3
-    # The step protocol: tags (seed 001), json, tools or auto.
+    # The step protocol: tags, json, tools or auto.
     protocol: str = "tags"
     # Approval (engine/approval.py): ask | read-only | auto; dangerous commands headless.
     policy: Policy = "ask"
@@ -367,7 +367,7 @@ class Session:
         return Message(role="system", content=self.redactor(text))
 
     async def _app_command(self, parsed: Parsed) -> str:
-        """The OS command an envelope action (seed 000) becomes on this host."""
+        """The OS command an envelope action becomes on this host."""
         return app_command(parsed.action or "", parsed.args, self._kernel or "Linux")
 
     def _next_step(self, pending: Parsed | None = None) -> None:

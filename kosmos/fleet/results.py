@@ -1,4 +1,4 @@
-"""A fleet's outcome: each host's summary, the counts and the exit code of DESIGN's order."""
+"""A fleet's outcome: each host's summary, the counts and the exit code (`EXIT_PRIORITY`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from kosmos.errors import (
 )
 from kosmos.events import Event
 
-# DESIGN: a fleet exits with the first of these codes that some host ended with.
+# A fleet exits with the first of these codes that some host ended with.
 EXIT_PRIORITY = (EXIT_INTERRUPTED, EXIT_HOST, EXIT_LLM, EXIT_FAILED, EXIT_NEEDS_INPUT)
 EXIT_PRIORITY += (EXIT_STEP_LIMIT, EXIT_USAGE)
 
@@ -56,7 +56,7 @@ class FleetFinished(Event):
 
 
 def fleet_exit_code(codes: Sequence[int]) -> int:
-    """0 when every host is done, else the highest-priority failure (DESIGN's order)."""
+    """0 when every host is done, else the first failure in `EXIT_PRIORITY`."""
     if all(c == EXIT_DONE for c in codes):
         return EXIT_DONE
     for code in EXIT_PRIORITY:

@@ -25,7 +25,7 @@ from kosmos.runs.skills import HostSkills, host_skills, skill_library
 from kosmos.skills.model import Skill
 
 STYLES: dict[str, str] = {"progress": "2", "result": "1", "error": "31", "help": "36"}
-# Kinds that go to stderr: the one-line reason after a seed text such as "LLM request failed".
+# Kinds that go to stderr: the one-line reason after a text such as "LLM request failed".
 STDERR_KINDS = frozenset({"reason"})
 
 
@@ -126,7 +126,7 @@ class ChatFrontend:
             return None
 
     async def _host_skills(self, runner: LineSkillRunner) -> HostSkills:
-        """Connect to --host now and list the skills stored there (seed 001 remote skills)."""
+        """Connect to --host now and list the skills stored there (kosmos.runs.skills)."""
         timeout = self.settings.remote_skill_timeout
         found = await host_skills(await runner.connected(), timeout=timeout)
         for problem in found.problems:

@@ -2,7 +2,7 @@
 
 Each shard (`kosmos run ... --shard K/N`) writes its hosts' transcripts and a `fleet.json` into
 its own run directory. The merge reads those results and prints what one controller would
-have: the table, the counts, the `result` line (`--json`) and the exit code of DESIGN's order.
+have: the table, the counts, the `result` line (`--json`) and the exit code (`EXIT_PRIORITY`).
 """
 
 from __future__ import annotations

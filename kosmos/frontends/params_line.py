@@ -1,4 +1,4 @@
-"""Line mode's side of the parameter dialogue (seed 003): prompts, then `[Y/n]` to confirm."""
+"""Line mode's side of the parameter dialogue: prompts, then `[Y/n]` to confirm."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Remote knowledge (seed 001 section 3.2): the host's ai_system_promt.md, if it has one."""
+"""Remote knowledge (docs/protocol.md, The system prompt): the host's ai_system_promt.md, if any."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from kosmos.hosts.own import read_first_own
 from kosmos.hosts.runner import FileUnreadable, ReadTimeout, Runner
 
-# seed 001: the file name is spelled `promt`; kosmos-panel hosts have it under that name.
+# The file name is spelled `promt`: kosmos-panel hosts have it under that name.
 KNOWLEDGE_PATHS = (
     "./.kosmos-panel/ai_system_promt.md",
     "~/.config/kosmos-panel/ai_system_promt.md",

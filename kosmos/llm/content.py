@@ -1,4 +1,4 @@
-"""Custom content types (seed 004): typed message contents and the handlers that render them.
+"""Custom content types: typed message contents and the handlers that render them.
 
 A context message's content may be a string or a typed object such as
 `{"type": "state", "state": {...}}`. Each type has a handler; handlers run in context order and
@@ -95,7 +95,7 @@ def _capped(text: str) -> str:
 
 
 def render_state(item: StateContent, role: str, draft: Draft) -> None:
-    # seed 003: the [SYSTEM STATE] block.
+    # The [SYSTEM STATE] block.
     body = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in item.state.items())
     draft.add(role, f"[{item.title}]\n{body}")
 

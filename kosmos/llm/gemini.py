@@ -1,4 +1,4 @@
-"""Google Gemini: POST {base}/models/{model}:generateContent (seed 003)."""
+"""Google Gemini: POST {base}/models/{model}:generateContent."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def declaration_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def declaration(tool: ToolSpec) -> dict[str, Any]:
-    """One function declaration; a function without arguments has no `parameters` (seed 003:
-    Gemini refuses an OBJECT with no properties)."""
+    """One function declaration; a function without arguments has no `parameters`
+    (Gemini refuses an OBJECT with no properties)."""
     out: dict[str, Any] = {"name": tool.name, "description": tool.description}
     if tool.parameters.get("properties"):
         out["parameters"] = declaration_schema(tool.parameters)
@@ -220,7 +220,7 @@ def parse_generation(data: Any, base_url: str) -> Reply:
     parts = (candidate.get("content") or {}).get("parts") or []
     text = ""
     calls: list[ToolCall] = []
-    # seed 003: a reply may hold text and function calls together; keep both.
+    # A reply may hold text and function calls together; keep both.
     for part in parts:
         if isinstance(part.get("text"), str) and not part.get("thought"):
             text += part["text"]

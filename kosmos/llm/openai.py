@@ -42,7 +42,7 @@ def wire_message(m: Message) -> dict[str, Any]:
 
 class OpenAIProvider:
     """POST {base}/chat/completions; a plain call has exactly model, messages, temperature,
-    max_tokens (seed 001), tools and response_format are added only when asked for."""
+    max_tokens, tools and response_format are added only when asked for."""
 
     name = "openai"
 
@@ -80,7 +80,7 @@ class OpenAIProvider:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> dict[str, Any]:
-        # seed 001 section 1: these four fields, and others only for what a call asks for.
+        # docs/protocol.md, The conversation: these four fields, and others only when a call asks.
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [wire_message(m) for m in messages],
@@ -88,7 +88,7 @@ class OpenAIProvider:
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
         }
         if tools:
-            # seed 003: OpenAI function calling.
+            # OpenAI function calling.
             body["tools"] = [
                 {
                     "type": "function",

@@ -1,6 +1,6 @@
-"""Structured requests (seed 004): context + schema -> a solution validated against the schema.
+"""Structured requests (docs/protocol.md): context + schema -> a solution that fits the schema.
 
-The schema is applied by the best means the provider has, in the seed's order: native
+The schema is applied by the best means the provider has, in this order: native
 `response_format` json_schema; else a `generate_response` tool whose parameters are the schema;
 else JSON mode with the schema in the system prompt. A server that refuses a capability with
 HTTP 400 makes kosmos fall back to the next means for the rest of the run. An answer that does

@@ -1,4 +1,4 @@
-"""When to hold seed 003's parameter dialogue, and holding it for any front end's dialog."""
+"""When to hold the parameter dialogue, and holding it for any front end's dialog."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kosmos.skills.model import Skill
 def dialogue_wanted(
     skill: Skill, given: dict[str, str], settings: Settings, *, non_interactive: bool
 ) -> bool:
-    """seed 003: missing required params, a person at the terminal, a tool-calling LLM."""
+    """Missing required params, a person at the terminal, and an LLM that calls tools."""
     if non_interactive or not settings.capabilities()["tools"]:
         return False
     if any(skill.param(name) is None for name in given):

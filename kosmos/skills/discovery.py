@@ -1,4 +1,4 @@
-"""Where skills are found: local roots in DESIGN's order (first match wins), then the host."""
+"""Where skills are found: local roots in a fixed order (first match wins), then the host."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ SOURCE_BUNDLED = "bundled"
 SOURCE_PATH = "path"
 SOURCE_REMOTE = "remote"
 
-# kosmos-panel keeps a host's own skills here (seed 001, DESIGN "Command line contract").
+# kosmos-panel keeps a host's own skills here; kosmos looks there too (kosmos.runs.skills).
 REMOTE_SKILLS_DIR = "~/.config/kosmos-panel/skills"
 
 # Deep enough for kosmos-panel's category folders (`OLD_PROJ/lin/x/SKILL.md`), shallow enough
@@ -77,7 +77,7 @@ class SkillLibrary:
 
     @classmethod
     def default(cls, cwd: Path, user_dir: Path, extra_dirs: Sequence[Path] = ()) -> SkillLibrary:
-        """DESIGN's order: each `--skills-dir`, `./.kosmos/skills`, `./.kosmos-panel/skills`,
+        """The order: each `--skills-dir`, `./.kosmos/skills`, `./.kosmos-panel/skills`,
         `user_dir` (the user's skills folder, `~/.config/kosmos/skills`), then the bundled skills.
         """
         roots = [(cwd / Path(d).expanduser(), SOURCE_FLAG) for d in extra_dirs]

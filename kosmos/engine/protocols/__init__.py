@@ -1,4 +1,4 @@
-"""Step protocols: tags (seed 001, default), json (seed 004), tools (seed 003), auto."""
+"""Step protocols (docs/protocol.md): tags (the default), json, tools, auto."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`auto`: native function calling where the provider can, else seed 001's tags."""
+"""`auto`: native function calling where the provider can, else the tags."""
 
 from __future__ import annotations
 

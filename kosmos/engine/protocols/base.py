@@ -32,7 +32,7 @@ class ProtocolSwitched(Exception):
 
 
 class StepProtocol(Protocol):
-    """One way of running seed 001's steps: tags, JSON actions or native function calls.
+    """One way of running a skill's steps: tags, JSON actions or native function calls.
 
     Every protocol yields the same directives, events and `[Step N of M]` user texts; only
     the system prompt, the request and the shape of messages in the history differ.

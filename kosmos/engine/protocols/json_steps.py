@@ -1,4 +1,4 @@
-"""The `json` step protocol: each reply is a structured solution (seed 004) naming one action."""
+"""The `json` step protocol: each reply is a structured solution naming one action."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class StepAction(BaseModel):
 
 
 class MemoryStepAction(StepAction):
-    """A step with --memory: seed 001's five actions, [GET-FILE] and the memory actions."""
+    """A step with --memory: the five actions, [GET-FILE] and the memory actions."""
 
     action: MemoryAction = Field(  # type: ignore[assignment]
         description="cmd: run a command; ask: a required question; ask_optional: a question "
@@ -131,7 +131,7 @@ class JsonProtocol:
         self.provider = provider
         self.prompts = prompts
         self.client = StructuredClient(provider, prompts, emit=emit)
-        # Without --memory the schema stays seed 004's five actions.
+        # Without --memory the schema stays the five actions.
         self.model: type[StepAction] = MemoryStepAction if memory else StepAction
         # The last reply and what it validated to (or why it did not).
         self._last: tuple[Reply, StepAction | str] | None = None

@@ -1,4 +1,4 @@
-"""The seed-001 protocol: one tag per reply; also accepts the JSON envelope of seed 000."""
+"""The tags protocol: one tag per reply; also accepts the JSON envelope."""
 
 from __future__ import annotations
 
@@ -30,14 +30,14 @@ def _envelope_turn(reply: Reply) -> Turn | None:
     except NoDirective as e:
         return Turn(reply, None, problem=str(e))
     if parsed.inferred:
-        # seed 000: a text answer without an action is something to tell the user.
+        # A text answer without an action is something to tell the user.
         text = envelope.text.strip()
         parsed = Parsed("message", text, canonical=canonical("message", text))
     return Turn(reply, parsed, problem=problem)
 
 
 class TagsProtocol:
-    """[CMD] / [ASK] / [ASK:optional] / [MESSAGE] / [DONE], exactly as seed 001 describes."""
+    """[CMD] / [ASK] / [ASK:optional] / [MESSAGE] / [DONE], as docs/protocol.md describes them."""
 
     name = "tags"
 

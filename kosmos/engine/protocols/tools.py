@@ -1,4 +1,4 @@
-"""Native function calling (seed 003): run_command, ask_user, show_message, finish.
+"""Native function calling: run_command, ask_user, show_message, finish.
 
 The result of a call goes back as a tool result (OpenAI: a `tool` message with the call id;
 Gemini: a functionResponse part) carrying the same text, cleaned output and step counter as

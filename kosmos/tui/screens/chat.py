@@ -1,4 +1,4 @@
-"""The chat screen: seed 002's agent router in the TUI, on the same core as `kosmos chat`.
+"""The chat screen: the chat's agent router in the TUI, on the same core as `kosmos chat`.
 
 The conversation scrolls above an input. Each request runs in a worker; a chosen skill runs in
 a run view inside the conversation, on the host selected in the sidebar, with the TUI's
@@ -143,7 +143,7 @@ class ChatScreen(Screen[None]):
         return config.library.list() if config.settings.chat_settings.skills else []
 
     async def _start(self) -> None:
-        """Open the agent, offer the selected host's skills, greet (seed 002 step 1)."""
+        """Open the agent, offer the selected host's skills, greet."""
         try:
             if not await self._open():
                 return
@@ -206,7 +206,7 @@ class ChatScreen(Screen[None]):
             self._set_busy(False)
 
     async def _end(self, code: int) -> None:
-        """The agent ended (an exit command, or seed 002's LLM error and parse error exits)."""
+        """The agent ended (an exit command, or an LLM error or parse error that ends it)."""
         self.agent = None
         self.ended = code
         if self._close is not None:

@@ -1,4 +1,4 @@
-"""The Skill tab's parameter dialogue (seed 003): say the values in your own words, see them
+"""The Skill tab's parameter dialogue: say the values in your own words, see them
 collected, then Run or say what to change. The LLM work runs in a worker."""
 
 from __future__ import annotations

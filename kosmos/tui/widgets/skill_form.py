@@ -144,7 +144,7 @@ class SkillPanel(VerticalScroll):
         self.skill = skill
         self.host = host
         self.given = given
-        # The parameter dialogue, offered when required params are missing (seed 003).
+        # The parameter dialogue, offered when required params are missing (docs/protocol.md).
         self.talk = talk
 
     def compose(self) -> ComposeResult:
