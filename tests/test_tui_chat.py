@@ -277,7 +277,8 @@ async def test_the_hosts_own_skills_become_tools_and_run_there(
     llm.script("[CMD] echo on-$HOME", "[DONE] cron is fine there")
     app = chat_app(llm, services, home, hosts=["local", "inproc"], skills=True)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, ready(app), "the chat on local")
+        greeted = ready(app)
+        await until(pilot, lambda: greeted() and said(app, "help"), "the chat greets on local")
         assert "svc" not in said(app, "help")[0]
         await pilot.press("escape")
         hosts = app.main.query_one("#hosts", OptionList)
