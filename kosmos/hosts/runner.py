@@ -59,10 +59,12 @@ class Lock:
 
     `sockets`: the command may open unix and netlink sockets, because the policy judged it a
     read through a local service (`systemctl status`, `ss`) that the lock cannot tell from a
-    write through the same socket.
+    write through the same socket. `network`: the command may connect to the host's allowed
+    TCP ports (False for a command judged a write: it reaches no port at all).
     """
 
     sockets: bool = False
+    network: bool = True
 
 
 class ReadTimeout(TimeoutError):
@@ -153,6 +155,8 @@ class CommandResult:
     cancelled: bool = False
     connection_lost: bool = False
     signal: int | None = None
+    # It ran inside the kernel lock (hosts/lock.py).
+    locked: bool = False
 
     @property
     def bytes(self) -> int:
