@@ -95,6 +95,7 @@ class CommandStep:
                         on_output=on_output,
                         stop=self.stop,
                         stdin=prepared.stdin,
+                        lock=decision.lock,
                     )
                     break
                 except HostError as e:
@@ -127,6 +128,7 @@ class CommandStep:
                 output=result.output.text(marker=omitted_bytes),
                 output_truncated=result.output.omitted > 0,
                 sent_to_llm=for_llm,
+                locked=result.locked,
             )
         )
         return for_llm, None
