@@ -30,6 +30,7 @@ from kosmos.hosts.lock_filter import build_filter
 from kosmos.hosts.runner import CommandResult, Lock, Runner
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
+from tests.conftest import run_cli
 from tests.lockkit import Listener, bin_without, make_scratch, state
 from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
 
@@ -527,3 +528,27 @@ def test_the_syscall_numbers_match_the_kernel_headers() -> None:
 def test_the_filter_assembles_for_each_arch(arch: str, sockets: bool) -> None:
     code = build_filter(arch, sockets=sockets, truncate=True)
     assert len(code) % 8 == 0 and 100 < len(code) // 8 < 4096
+
+
+def test_hosts_check_names_the_lock_of_each_host(
+    sshd: Sshd, bare_sshd: Sshd, cli_env: dict, home: Path, tmp_path: Path
+) -> None:
+    ssh_dir = write_client_home(home, sshd)
+    key = ssh_dir / "bare_ed25519"
+    shutil.copy(bare_sshd.client_key, key)
+    key.chmod(0o600)
+    with (ssh_dir / "config").open("a") as f:
+        f.write(
+            f"Host bare\n  HostName 127.0.0.1\n  Port {bare_sshd.port}\n"
+            f"  User {bare_sshd.user}\n  IdentityFile {key}\n"
+        )
+    with (ssh_dir / "known_hosts").open("a") as f:
+        f.write(bare_sshd.known_hosts_line())
+    env = {k: v for k, v in cli_env.items() if k != "SSH_AUTH_SOCK"}
+    checked = run_cli(["hosts", "--check"], env=env, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    rows = {line.split()[0]: line for line in checked.stdout.splitlines()}
+    assert rows["HOST"].split()[-1] == "LOCK"
+    assert rows["box"].endswith("  held (Landlock ABI 7, seccomp)")
+    assert rows["bare"].endswith("  not held: neither perl nor python3 is on the host's PATH")
+    assert " Linux · " in rows["bare"]

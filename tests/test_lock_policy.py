@@ -283,3 +283,21 @@ def test_a_bad_lock_setting_is_one_line(cli_env: dict, project: Path) -> None:
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "hosts.local.lock" in lines[0], proc.stderr
+
+
+async def test_the_tui_run_names_the_lock_and_the_write_fails_inside_it(
+    llm: ScriptedLLM, home: Path, tmp_path: Path
+) -> None:
+    from tests.tuihelpers import finished, front_view, make_app, until
+
+    target = tmp_path / "PWNED"
+    llm.script(f"[CMD] touch {target}", "[DONE] ok")
+    settings = {"hosts": {"local": {"policy": "locked"}}}
+    app = make_app(llm.base_url, home, settings=settings, params={"unit": "nginx"})
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+r")
+        await until(pilot, finished(app), "the run's end")
+        notes = [str(n.render()) for n in front_view(app).query("Note")]
+    assert "policy locked · kernel lock held (Landlock ABI 7, seccomp)" in notes
+    assert not target.exists()
+    assert "Permission denied" in llm.requests[1].last_user_text

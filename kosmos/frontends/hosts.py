@@ -11,6 +11,7 @@ from kosmos.config import Settings
 from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyRevoked, HostKeyUnknown
+from kosmos.hosts.lock import PROBE_MARK
 from kosmos.hosts.osname import os_name
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
@@ -30,6 +31,7 @@ class HostCheck:
     reachable: str = "no"
     auth: str = "-"
     os: str = "-"
+    lock: str = "-"
     latency_ms: float | None = None
     error: str = ""
 
@@ -44,7 +46,8 @@ async def check_host(
     home: Path | None = None,
     ssh_config: SSHConfigFile | None = None,
 ) -> HostCheck:
-    """Connect without asking anything; record reachability, auth result, OS and latency."""
+    """Connect without asking anything; record reachability, auth result, OS, the kernel lock
+    (learnt in the same command as the OS) and latency."""
     row = HostCheck(alias)
     runner = SSHRunner(
         parse_target(alias),
@@ -58,8 +61,15 @@ async def check_host(
         await runner.connect()
         row.latency_ms = (time.monotonic() - started) * 1000
         row.reachable, row.auth = "yes", "ok"
-        result = await runner.run(OS_COMMAND, timeout=OS_TIMEOUT)
-        lines = result.output.text().strip().splitlines()
+        probe = runner.host_lock.probe_script()
+        result = await runner.run(f"{OS_COMMAND}; {probe}", timeout=OS_TIMEOUT)
+        status = runner.host_lock.learn(result.output.text())
+        row.lock = status.describe() if status is not None else "not held: the host did not say"
+        lines = [
+            line
+            for line in result.output.text().strip().splitlines()
+            if not line.startswith(PROBE_MARK)
+        ]
         target = os_name(lines[0]) if lines else None
         detail = lines[1].strip() if len(lines) > 1 and result.exit_code == 0 else ""
         row.os = " · ".join(part for part in (target or "?", detail) if part)
@@ -95,7 +105,7 @@ async def check_all(
 
 
 def table(rows: list[HostCheck]) -> str:
-    header = ("HOST", "REACHABLE", "AUTH", "OS", "LATENCY")
+    header = ("HOST", "REACHABLE", "AUTH", "OS", "LATENCY", "LOCK")
     cells = [
         (
             r.alias,
@@ -103,6 +113,7 @@ def table(rows: list[HostCheck]) -> str:
             r.auth,
             r.os,
             f"{r.latency_ms:.0f} ms" if r.latency_ms is not None else "-",
+            r.lock,
         )
         for r in rows
     ]
