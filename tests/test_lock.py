@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -552,3 +553,50 @@ def test_hosts_check_names_the_lock_of_each_host(
     assert rows["box"].endswith("  held (Landlock ABI 7, seccomp)")
     assert rows["bare"].endswith("  not held: neither perl nor python3 is on the host's PATH")
     assert " Linux · " in rows["bare"]
+
+
+async def test_root_cannot_change_the_system_inside_the_lock(tmp_path: Path) -> None:
+    """Root's writes that are no file: a mount, the host name, IPC of another process, the
+    kernel log, a device's ioctl, io_uring, ptrace of a process outside."""
+    runner = LocalRunner(cwd=tmp_path)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    queue = subprocess.run(["ipcmk", "-Q"], capture_output=True, text=True, check=True)
+    qid = queue.stdout.split()[-1]
+    outside = subprocess.Popen(["sleep", "60"])
+    py = "python3 -c " + shlex.quote(
+        "import ctypes, fcntl, sys, termios\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def check(what, ok):\n"
+        "    print(what, 'done' if ok else 'refused')\n"
+        "try:\n"
+        "    fcntl.ioctl(open('/dev/zero'), termios.TCGETS, bytes(64))\n"
+        "except OSError as e:\n"
+        "    print('ioctl', e.strerror)\n"
+        "check('io_uring', libc.syscall(425, 1, ctypes.create_string_buffer(120)) >= 0)\n"
+        f"check('ptrace', libc.ptrace(16, {outside.pid}, 0, 0) == 0)\n"
+    )
+    try:
+        tries = {
+            f"mount -t tmpfs kosmos {mnt}": "permission denied",
+            'hostname "$(hostname)"': "you must be root to change the host name",
+            f"ipcrm -q {qid}": f"permission denied for id ({qid})",
+            "dmesg -C": "Operation not permitted",
+        }
+        for command, said in tries.items():
+            result = await runner.run(command, timeout=20, lock=Lock())
+            assert result.exit_code != 0 and said in result.output.text(), command
+        result = await runner.run(py, timeout=20, lock=Lock())
+        text = result.output.text()
+        assert "ioctl Permission denied" in text  # Landlock's EACCES, not ENOTTY
+        assert "io_uring refused" in text and "ptrace refused" in text, text
+        assert not os.path.ismount(mnt)
+        assert qid in subprocess.run(["ipcs", "-q"], capture_output=True, text=True).stdout
+        # Without the lock each of them goes through (the sleep is ours to trace).
+        plain = (await runner.run(py, timeout=20)).output.text()
+        assert "ioctl Inappropriate ioctl for device" in plain and "ptrace done" in plain
+    finally:
+        outside.kill()
+        outside.wait()
+        subprocess.run(["ipcrm", "-q", qid], capture_output=True)
+        subprocess.run(["umount", str(mnt)], capture_output=True)

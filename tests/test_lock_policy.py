@@ -280,7 +280,7 @@ def test_config_pins_a_host_to_locked_and_names_the_lock_in_the_header(
 def test_a_bad_lock_setting_is_one_line(cli_env: dict, project: Path) -> None:
     (project / "kosmos.yaml").write_text("hosts:\n  local:\n    lock: always\n")
     proc = run_cli(["run", "probe", "--non-interactive"], env=cli_env, cwd=project)
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "hosts.local.lock" in lines[0], proc.stderr
 
