@@ -145,7 +145,7 @@ class ApprovalGate:
             if kind == "command" and (locked or (risk == "read_only" and reads)):
                 held = self._held(command, risk, service, locked=locked)
                 if held.why is None:
-                    return Decision("run", command, "policy", risk, reason, held.lock)
+                    return Decision("run", command, "policy", risk, reason, lock=held.lock)
                 if self.non_interactive:
                     told = p["SKILL_REFUSED_LOCK"].format(reason=held.why)
                     return Decision("refused", command, "policy", risk, told)
@@ -242,4 +242,4 @@ class ApprovalGate:
         if held.why is not None:
             told = self.prompts["SKILL_REFUSED_LOCK"].format(reason=held.why)
             return Decision("refused", command, "policy", risk, told)
-        return Decision(action, command, by, risk, reason, held.lock)
+        return Decision(action, command, by, risk, reason, lock=held.lock)
