@@ -475,6 +475,9 @@ async def test_an_older_abi_holds_files_but_not_ports_or_signals(
         f"curl -sS -m 5 http://127.0.0.1:{listener.port}/", timeout=20, lock=Lock()
     )
     assert "hello" in reached.output.text() and listener.hits == 1
+    assert runner.host_lock.status.describe() == (
+        "held (Landlock ABI 3, seccomp; no TCP rules before ABI 4, no scopes before ABI 6)"
+    )
     assert runner.host_lock.status.gaps() == [
         "TCP bind and connect (Landlock ABI 4)",
         "signals and abstract unix sockets (Landlock ABI 6)",

@@ -235,14 +235,17 @@ def test_kosmos_run_headless_changes_nothing(
         assert len(refused) + len(ran) == len(commands) and len(refused) >= len(WRITES)
 
 
-def test_kosmos_run_over_ssh_locked_changes_nothing(
-    llm: ScriptedLLM, ssh_cli_env: dict, remote: Sshd, tmp_path: Path
+@pytest.mark.parametrize("policy", ["read-only", "locked"])
+def test_kosmos_run_over_ssh_changes_nothing(
+    policy: str, llm: ScriptedLLM, ssh_cli_env: dict, remote: Sshd, tmp_path: Path
 ) -> None:
     where = make_scratch(remote.remote_home / "work", pwd.getpwnam(remote.user).pw_uid)
     before = state(where)
-    llm.script(*(f"[CMD] cd {where} && {c}" for c in WRITES), "[DONE] ok")
+    # Whatever the parser comes to catch of MISJUDGED, the read at the end runs.
+    commands = [*WRITES, *MISJUDGED, "cat F"]
+    llm.script(*(f"[CMD] cd {where} && {c}" for c in commands), "[DONE] ok")
     proc = run_cli(
-        ["run", "probe", "--host", "box", "--non-interactive", "--json", "--policy", "locked"],
+        ["run", "probe", "--host", "box", "--non-interactive", "--json", "--policy", policy],
         env=ssh_cli_env,
         cwd=_skill_dir(tmp_path),
     )
@@ -250,8 +253,11 @@ def test_kosmos_run_over_ssh_locked_changes_nothing(
     assert state(where) == before
     events = _events(proc.stdout)
     assert events[0]["lock"] == "held (Landlock ABI 7, seccomp)"
-    assert [e["locked"] for e in events if e["type"] == "command_finished"] == [True] * len(WRITES)
-    assert "Permission denied" in llm.requests[1].last_user_text
+    ran = [e for e in events if e["type"] == "command_finished"]
+    assert all(e["locked"] for e in ran) and "canary F" in llm.requests[-1].last_user_text
+    if policy == "locked":
+        assert len(ran) == len(commands)
+        assert "Permission denied" in llm.requests[1].last_user_text
 
 
 def _skill_dir(tmp_path: Path) -> Path:

@@ -97,7 +97,12 @@ class LockStatus:
             return f"not held: {self.why or 'unknown'}"
         parts = [f"Landlock ABI {self.abi}"]
         parts.append("seccomp" if self.seccomp else f"no seccomp: {self.why or 'refused'}")
-        return f"held ({', '.join(parts)})"
+        older = [
+            f"no {what} before ABI {abi}"
+            for what, abi in (("TCP rules", rules.NET_ABI), ("scopes", rules.SCOPE_ABI))
+            if self.abi < abi
+        ]
+        return f"held ({', '.join(parts)}{'; ' + ', '.join(older) if older else ''})"
 
     def gaps(self) -> list[str]:
         """What this host's lock does not hold that a full one does."""

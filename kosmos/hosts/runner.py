@@ -205,7 +205,9 @@ class Runner(Protocol):
 
         The command's stdin is /dev/null, or carries exactly the one line `stdin` and is then
         closed (a password for `sudo -S`; never logged). `lock`: run it inside the kernel
-        lock (it runs without a person's yes); None runs it as any shell command. If kosmos
+        lock (it runs without a person's yes) where the host has one (hosts/lock.py; a host
+        without runs it as any command, and `CommandResult.locked` says which); None runs it as
+        any shell command. If kosmos
         dies while the command runs, the command's whole process group ends (hosts/wrapper.py).
 
         HostError means the command never started (no connection): the engine may offer Retry.
