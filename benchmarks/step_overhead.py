@@ -12,7 +12,10 @@ one process: httpx to the same scripted LLM, then the command by an asyncio subp
 (locally) or an asyncssh connection (over SSH), with the same conversation, nothing else.
 
     python benchmarks/step_overhead.py [--steps 200]
-    python benchmarks/step_overhead.py --process [--steps 20] [--repeat 7]
+    python benchmarks/step_overhead.py --process [--steps 20] [--repeat 7] [--policy read-only]
+
+`--policy read-only` runs kosmos's steps unasked inside the kernel lock (`true` is a read);
+the default, `--yes`, runs them without it.
 """
 
 from __future__ import annotations
@@ -151,7 +154,7 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - t
 
 
-def processes(steps: int, repeat: int) -> None:
+def processes(steps: int, repeat: int, policy: str | None = None) -> None:
     import os
 
     from tests.sshd import start_sshd, write_client_home
@@ -190,7 +193,8 @@ def processes(steps: int, repeat: int) -> None:
         "--skills-dir",
         str(skills.parent),
     ]
-    kosmos_run += ["--non-interactive", "--yes", "--max-steps", str(steps + 5)]
+    kosmos_run += ["--non-interactive", "--max-steps", str(steps + 5)]
+    kosmos_run += ["--policy", policy] if policy else ["--yes"]
     runs = {
         "floor, local (httpx + asyncio subprocess)": [
             sys.executable, "-c", FLOOR, llm.base_url, str(steps), "local"
@@ -213,7 +217,8 @@ def processes(steps: int, repeat: int) -> None:
         llm.stop()
         if sshd is not None:
             sshd.stop()
-    print(f"{steps}-step skill (`{COMMAND}` each step), whole processes, median of {repeat}")
+    how = f"--policy {policy}" if policy else "--yes"
+    print(f"{steps}-step skill (`{COMMAND}` each step, {how}), whole processes, median of {repeat}")
     names = list(runs)
     for floor, mine in zip(names[::2], names[1::2], strict=True):
         f, k = statistics.median(times[floor]), statistics.median(times[mine])
@@ -226,9 +231,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--process", action="store_true", help="time whole processes")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--policy", help="with --process: kosmos run --policy POLICY, not --yes")
     args = parser.parse_args()
     if args.process:
-        processes(args.steps or 20, args.repeat)
+        processes(args.steps or 20, args.repeat, args.policy)
         return
     args.steps = args.steps or 200
     llm = ScriptedLLM().start()

@@ -171,8 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--policy",
-        choices=["ask", "read-only", "auto"],
-        help="ask for every command (default), run read-only ones unasked, or run all unasked",
+        choices=["ask", "read-only", "auto", "locked"],
+        help="ask for every command (default), run read-only ones unasked, run all unasked, "
+        "or run all unasked inside the kernel lock (locked)",
     )
     run.add_argument(
         "--allow-dangerous",

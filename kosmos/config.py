@@ -92,7 +92,11 @@ class HostSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    policy: Literal["ask", "read-only", "auto"] | None = None
+    policy: Literal["ask", "read-only", "auto", "locked"] | None = None
+    # The kernel lock around commands that run unasked: `required` runs nothing unasked where
+    # it cannot be had; `lock_ports` are the TCP ports a locked command may connect to.
+    lock: Literal["required", "optional"] = "optional"
+    lock_ports: tuple[Annotated[int, Field(ge=1, le=65535)], ...] | None = None
 
 
 class Settings(BaseModel):
@@ -135,6 +139,16 @@ class Settings(BaseModel):
         from kosmos.config_chat import ChatSettings
 
         return ChatSettings.model_validate(self.chat)
+
+    def host(self, target: str) -> tuple[str, HostSettings] | None:
+        """The `hosts:` entry for `target`: as typed, then without the user, then without the
+        port too; with the name it was found under."""
+        bare = target.split("@", 1)[-1]
+        for name in dict.fromkeys((target, bare, bare.rsplit(":", 1)[0])):
+            found = self.hosts.get(name)
+            if found is not None:
+                return name, found
+        return None
 
     def capabilities(self) -> dict[str, bool]:
         """The active provider's capabilities for the active model, config over defaults."""
@@ -187,7 +201,10 @@ ALLOWED = {
     "skills_dirs": "a list of directories",
     "transcript_dir": "a directory",
     "prompts_file": "a JSON file of prompt texts",
-    "hosts": "a mapping of host name to settings (policy: ask, read-only or auto)",
+    "hosts": (
+        "a mapping of host name to settings (policy: ask, read-only, auto or locked; "
+        "lock: required or optional; lock_ports: a list of TCP ports)"
+    ),
     "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
     "memory": "true or false: the memory prompt (Target OS block, memory notes) in every run",
     "memory_dir": "a directory for the memory notes (default ./.kosmos-panel/memory)",

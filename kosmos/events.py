@@ -35,7 +35,7 @@ class RunStarted(Event):
     max_steps: int
     history_mode: str = "full"
     transcript: str | None = None
-    # The approval policy in force: ask, read-only or auto.
+    # The approval policy in force: ask, read-only, auto or locked.
     policy: str = "ask"
     # A resumed run names the transcript it continues; a replay, the recording it plays.
     resumed_from: str | None = None
@@ -44,6 +44,8 @@ class RunStarted(Event):
     os: str | None = None
     # --memory: the memory prompt (Target OS block, memory directives, memory index).
     memory: bool = False
+    # The kernel lock on the host: `held (Landlock ABI 7, seccomp)` or `not held: why`.
+    lock: str | None = None
 
 
 class KnowledgeLoaded(Event):
@@ -254,6 +256,8 @@ class CommandFinished(Event):
     output: str
     output_truncated: bool = False
     sent_to_llm: str
+    # It ran inside the kernel lock: nothing it tried to write was written.
+    locked: bool = False
 
 
 ActionStatus = Literal["done", "error", "skipped", "refused"]

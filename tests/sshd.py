@@ -139,13 +139,16 @@ def _ensure_user(name: str, home: Path) -> None:
     subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
 
 
-def start_sshd(worker: str, *, certificates: bool = False) -> Sshd:
-    """Start sshd for this test worker; raises SshdUnavailable when it cannot run here."""
+def start_sshd(worker: str, *, certificates: bool = False, extra_config: str = "") -> Sshd:
+    """Start sshd for this test worker; raises SshdUnavailable when it cannot run here.
+
+    `extra_config`: more sshd_config lines (`SetEnv PATH=...` for a host with other programs).
+    """
     if os.geteuid() != 0:
         raise SshdUnavailable("the sshd tests need root (they add a test user)")
     if not SSHD.exists() or not shutil.which("ssh-keygen") or not shutil.which("useradd"):
         raise SshdUnavailable("openssh-server, ssh-keygen or useradd is not installed")
-    kind = "kc" if certificates else "kt"
+    kind = "kc" if certificates else "kx" if extra_config else "kt"
     root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{kind}-{worker}-"))
     root.chmod(0o755)
     # One user per test process and server: concurrent suites on one machine, and the two
@@ -196,7 +199,7 @@ MaxStartups 200:30:400
 MaxSessions 200
 LogLevel VERBOSE
 Subsystem sftp internal-sftp
-{certified}"""
+{certified}{extra_config}"""
     )
     Path("/run/sshd").mkdir(exist_ok=True)
     subprocess.run([str(SSHD), "-f", str(config), "-E", str(log)], check=True)

@@ -26,7 +26,7 @@ from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator
 from kosmos.frontends.render import TextRenderer
 from kosmos.hosts.local import LocalRunner
-from kosmos.hosts.runner import CommandResult, OnOutput
+from kosmos.hosts.runner import CommandResult, Lock, OnOutput
 from tests.helpers import ScriptOperator, run_session
 from tests.llmserver import ScriptedLLM
 
@@ -69,10 +69,11 @@ class AsUser(LocalRunner):
         on_output: OnOutput | None = None,
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
+        lock: Lock | None = None,
     ) -> CommandResult:
         wrapped = f"exec su -s /bin/sh {self.user} -c {shlex.quote(command)}"
         return await super().run(
-            wrapped, timeout=timeout, on_output=on_output, stop=stop, stdin=stdin
+            wrapped, timeout=timeout, on_output=on_output, stop=stop, stdin=stdin, lock=lock
         )
 
 

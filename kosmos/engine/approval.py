@@ -6,6 +6,11 @@ Policies (issue: safety and recovery):
 * `read-only`: commands the safety policy finds read-only run unasked; the rest are asked
   for, and refused with the LLM told why when nobody can be asked (non-interactive).
 * `auto` (`--yes`): commands run unasked.
+* `locked`: commands run unasked inside the kernel lock (engine/locking.py); what it cannot
+  hold (dangerous commands, reads through a local service's socket, sudo) needs a person.
+
+A command that runs unasked because the policy, a replay or a standing approval let it carries
+the kernel `Lock` (`Decision.lock`); one a person said yes to, or `auto`, runs without.
 
 Whatever the policy, a dangerous command needs the operator to type the host's name: the
 front end passes what was typed (`Approval.typed`) and the gate compares it, so an operator
@@ -24,12 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from kosmos.engine import locking
 from kosmos.engine.operator import Approval, CommandProposal, Operator
 from kosmos.events import CommandDecision, DecidedBy
+from kosmos.hosts.lock import HostLock
+from kosmos.hosts.runner import Lock
 from kosmos.prompts import Prompts
 from kosmos.safety import Dialect, Verdict, assess
 
-Policy = Literal["ask", "read-only", "auto"]
+Policy = Literal["ask", "read-only", "auto", "locked"]
 ProposalKind = Literal["command", "file", "memory"]
 
 # An operator who keeps editing a command into something else is asked again about the
@@ -52,6 +60,8 @@ class Decision:
     risk: Verdict
     reason: str
     asked: bool = False
+    # The kernel lock it runs in: set when it runs without a person's yes.
+    lock: Lock | None = None
 
     def event(self, step: int, proposed: str) -> CommandDecision:
         return CommandDecision(
@@ -79,6 +89,7 @@ class ApprovalGate:
         non_interactive: bool = False,
         allow_dangerous: bool = False,
         shell: Callable[[], Dialect | None] = lambda: None,
+        host_lock: Callable[[], HostLock | None] = lambda: None,
     ) -> None:
         self.operator = operator
         self.prompts = prompts
@@ -89,6 +100,8 @@ class ApprovalGate:
         # The dialect of the shell the host runs commands under (None: not known yet, and
         # then a command must pass as bash and as sh).
         self.shell = shell
+        # The host's kernel lock: its config and what the host offers.
+        self.host_lock = host_lock
         # Set by the operator's `a` answer (line mode) or the TUI toggle.
         self.auto_read_only = False
 
@@ -98,7 +111,13 @@ class ApprovalGate:
         """The decision on `command`. `rerun`: it was started before and its result was lost."""
         verdict = assess(command, self.shell())
         return await self.judge(
-            step, command, verdict.verdict, verdict.reason, inferred=inferred, rerun=rerun
+            step,
+            command,
+            verdict.verdict,
+            verdict.reason,
+            inferred=inferred,
+            rerun=rerun,
+            service=verdict.service,
         )
 
     async def judge(
@@ -111,11 +130,13 @@ class ApprovalGate:
         inferred: bool = False,
         rerun: bool = False,
         kind: ProposalKind = "command",
+        service: bool = False,
     ) -> Decision:
         """The policy's decision on something already judged `risk`, asking where it must.
 
         `kind` other than `command`: a [GET-FILE] or a memory write, shown as `command`; the
-        operator may allow or skip it, never edit it.
+        operator may allow or skip it, never edit it. `service`: a read through a local
+        service's socket (the kernel lock then leaves unix and netlink sockets open).
         """
         p = self.prompts
         if risk == "dangerous" and self.non_interactive and not self.allow_dangerous:
@@ -127,9 +148,18 @@ class ApprovalGate:
         if not needs_person:
             if self.policy == "auto":
                 return Decision("run", command, "policy", risk, reason)
-            if risk == "read_only" and (self.policy == "read-only" or self.auto_read_only):
+            reads = self.policy in ("read-only", "locked") or self.auto_read_only
+            locked = self.policy == "locked" and kind == "command"
+            if kind == "command" and (locked or (risk == "read_only" and reads)):
+                held = self._held(command, risk, service, locked=locked)
+                if held.why is None:
+                    return Decision("run", command, "policy", risk, reason, lock=held.lock)
+                if self.non_interactive:
+                    told = p["SKILL_REFUSED_LOCK"].format(reason=held.why)
+                    return Decision("refused", command, "policy", risk, told)
+            elif risk == "read_only" and reads:
                 return Decision("run", command, "policy", risk, reason)
-            if self.policy == "read-only" and self.non_interactive:
+            elif self.policy in ("read-only", "locked") and self.non_interactive:
                 key = (
                     "SKILL_REFUSED_READ_ONLY_MEMORY"
                     if kind == "memory"
@@ -137,7 +167,20 @@ class ApprovalGate:
                 )
                 told = p[key].format(reason=reason)
                 return Decision("refused", command, "policy", risk, told)
-        return await self._ask(step, command, risk, reason, inferred, kind)
+        return await self._ask(step, command, risk, reason, inferred, kind, service)
+
+    def _held(
+        self, command: str, risk: Verdict, service: bool, *, locked: bool, approved: bool = False
+    ) -> locking.Held:
+        """The kernel lock `command` runs in unasked, or why it needs a person."""
+        return locking.unasked(
+            self.host_lock(),
+            command,
+            risk,
+            service=service,
+            locked_policy=locked,
+            approved=approved,
+        )
 
     async def decide_as(self, step: int, shown: str, judged: str, kind: ProposalKind) -> Decision:
         """The decision on `shown` (a [GET-FILE]), judged as the command `judged` would be."""
@@ -152,6 +195,7 @@ class ApprovalGate:
         reason: str,
         inferred: bool,
         kind: ProposalKind = "command",
+        service: bool = False,
     ) -> Decision:
         proposed = command
         for _ in range(MAX_EDIT_ROUNDS):
@@ -176,7 +220,7 @@ class ApprovalGate:
                 return self._unconfirmed(command, risk, reason, approval.typed)
             if approval.action == "run" or not approval.command or approval.command == command:
                 action: Literal["run", "edit"] = "run" if command == proposed else "edit"
-                return Decision(action, command, by, risk, reason, asked)
+                return self._answered(action, command, by, risk, reason, kind, service, asked)
             # The operator typed a different command: judge that one, and ask again only
             # when it needs more than the approval just given (it became dangerous).
             command = approval.command
@@ -184,7 +228,9 @@ class ApprovalGate:
             if edited.verdict == "dangerous" and risk != "dangerous":
                 risk, reason, inferred = edited.verdict, edited.reason, False
                 continue
-            return Decision("edit", command, by, edited.verdict, edited.reason, asked)
+            return self._answered(
+                "edit", command, by, edited.verdict, edited.reason, kind, edited.service, asked
+            )
         return Decision("skip", command, "operator", risk, reason)
 
     def _confirmed(self, approval: Approval) -> bool:
@@ -198,3 +244,25 @@ class ApprovalGate:
             reason=reason, host=self.host, typed=shown
         )
         return Decision("refused", command, "policy", risk, told)
+
+    def _answered(
+        self,
+        action: Literal["run", "edit"],
+        command: str,
+        by: DecidedBy,
+        risk: Verdict,
+        reason: str,
+        kind: ProposalKind,
+        service: bool,
+        asked: bool,
+    ) -> Decision:
+        """An approval's decision: a person's yes runs without the lock; a replay's or a
+        standing approval's (nobody said yes to it in this run) runs a read inside it, or not
+        at all where the host requires a lock it cannot have."""
+        if by == "operator" or kind != "command":
+            return Decision(action, command, by, risk, reason, asked)
+        held = self._held(command, risk, service, locked=self.policy == "locked", approved=True)
+        if held.why is not None:
+            told = self.prompts["SKILL_REFUSED_LOCK"].format(reason=held.why)
+            return Decision("refused", command, "policy", risk, told)
+        return Decision(action, command, by, risk, reason, asked, lock=held.lock)

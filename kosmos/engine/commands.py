@@ -141,6 +141,7 @@ class CommandStep:
                         on_output=on_output,
                         stop=self.stop,
                         stdin=prepared.stdin,
+                        lock=decision.lock,
                     )
                     break
                 except HostError as e:
@@ -173,6 +174,7 @@ class CommandStep:
                 output=result.output.text(marker=omitted_bytes),
                 output_truncated=result.output.omitted > 0,
                 sent_to_llm=for_llm,
+                locked=result.locked,
             )
         )
         return CommandOutcome.of(command, decision, result, for_llm)

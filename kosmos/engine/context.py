@@ -14,6 +14,7 @@ from kosmos.engine.guard import neutralise
 from kosmos.errors import KosmosError
 from kosmos.events import Event, KnowledgeLoaded, Notice, SkillFolderReady
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
+from kosmos.hosts.lock import LockStatus, host_lock, learn_lock
 from kosmos.hosts.osname import os_name
 from kosmos.hosts.runner import FileUnreadable, Runner
 from kosmos.memory import MemoryRefused, MemoryStore, index_text
@@ -43,6 +44,7 @@ class Learnt:
     failed: Exception | None = None  # ends the run, once it has started
     kernel: str | None = None
     os_name: str | None = None
+    lock: LockStatus | None = None
 
 
 async def learn(runner: Runner, *, fresh: bool, timeout: float, redactor: Redactor) -> Learnt:
@@ -57,8 +59,33 @@ async def learn(runner: Runner, *, fresh: bool, timeout: float, redactor: Redact
         except Exception as e:  # noqa: BLE001 - raised again inside the run, after run_started
             learnt.failed = e
             return learnt
+    # Over SSH the knowledge read learnt the lock and the OS already; otherwise one command
+    # asks for both.
+    learnt.lock = await learn_lock(runner, timeout=timeout)
     learnt.kernel, learnt.os_name = await detect_os(runner, timeout=timeout)
     return learnt
+
+
+def lock_notices(runner: Runner, status: LockStatus | None, policy: str) -> list[Notice]:
+    """One line for the operator where the kernel lock is wanted and cannot be had."""
+    kit = host_lock(runner)
+    if status is None or status.held or kit is None:
+        return []
+    if policy == "locked":
+        return [
+            Notice(
+                message=f"policy locked: the kernel lock on {runner.name} is "
+                f"{status.describe()}; every command there needs a person's yes"
+            )
+        ]
+    if kit.config.required:
+        return [
+            Notice(
+                message=f"the kernel lock is required on {runner.name} and is "
+                f"{status.describe()}; nothing runs there without a person's yes"
+            )
+        ]
+    return []
 
 
 async def knowledge(

@@ -18,6 +18,7 @@ from kosmos.engine.guard import outgoing
 from kosmos.engine.operator import Operator
 from kosmos.engine.sudo import SudoHelper
 from kosmos.events import Emit, Event
+from kosmos.hosts.lock import host_lock
 from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
@@ -62,6 +63,7 @@ class DirectHost:
             non_interactive=o.non_interactive,
             allow_dangerous=o.allow_dangerous,
             shell=lambda: self.runner.dialect,
+            host_lock=lambda: host_lock(self.runner),
         )
         sudo = SudoHelper(
             self.runner,

@@ -250,6 +250,7 @@ class ReplayGate(ApprovalGate):
             non_interactive=gate.non_interactive,
             allow_dangerous=gate.allow_dangerous,
             shell=gate.shell,
+            host_lock=gate.host_lock,
         )
         self.recording = recording
 

@@ -48,6 +48,7 @@ from kosmos.events import (
     RunFinished,
     RunStarted,
 )
+from kosmos.hosts.lock import host_lock
 from kosmos.hosts.runner import Runner
 from kosmos.llm.provider import Provider, Reply
 from kosmos.memory import DEFAULT_FOLDER, MemoryStore
@@ -153,6 +154,7 @@ class Session:
             non_interactive=self.options.non_interactive,
             allow_dangerous=self.options.allow_dangerous,
             shell=lambda: getattr(runner, "dialect", None),
+            host_lock=lambda: host_lock(runner),
         )
         self.sudo = SudoHelper(
             runner,
@@ -231,8 +233,11 @@ class Session:
                 replay_of=self.replay_of,
                 os=self.os_name,
                 memory=self.options.memory,
+                lock=learnt.lock.describe() if learnt.lock else None,
             )
         )
+        for notice in context.lock_notices(self.runner, learnt.lock, self.options.policy):
+            self.emit(notice)
         try:
             if learnt.failed is not None:
                 raise learnt.failed

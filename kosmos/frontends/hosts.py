@@ -11,6 +11,7 @@ from kosmos.config import Settings
 from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyRevoked, HostKeyUnknown
+from kosmos.hosts.lock import PROBE_MARK
 from kosmos.hosts.osname import os_name
 from kosmos.hosts.own import run_own
 from kosmos.hosts.ssh import SSHRunner
@@ -31,6 +32,7 @@ class HostCheck:
     reachable: str = "no"
     auth: str = "-"
     os: str = "-"
+    lock: str = "-"
     latency_ms: float | None = None
     error: str = ""
 
@@ -45,7 +47,8 @@ async def check_host(
     home: Path | None = None,
     ssh_config: SSHConfigFile | None = None,
 ) -> HostCheck:
-    """Connect without asking anything; record reachability, auth result, OS and latency."""
+    """Connect without asking anything; record reachability, auth result, OS, the kernel lock
+    (learnt in the same command as the OS) and latency."""
     row = HostCheck(alias)
     runner = SSHRunner(
         parse_target(alias),
@@ -59,8 +62,17 @@ async def check_host(
         await runner.connect()
         row.latency_ms = (time.monotonic() - started) * 1000
         row.reachable, row.auth = "yes", "ok"
-        result = await run_own(runner, OS_COMMAND, purpose="check", timeout=OS_TIMEOUT)
-        lines = result.output.text().strip().splitlines()
+        probe = runner.host_lock.probe_script()
+        result = await run_own(
+            runner, f"{OS_COMMAND}; {probe}", purpose="check", timeout=OS_TIMEOUT
+        )
+        status = runner.host_lock.learn(result.output.text())
+        row.lock = status.describe() if status is not None else "not held: the host did not say"
+        lines = [
+            line
+            for line in result.output.text().strip().splitlines()
+            if not line.startswith(PROBE_MARK)
+        ]
         target = os_name(lines[0]) if lines else None
         detail = lines[1].strip() if len(lines) > 1 and result.exit_code == 0 else ""
         row.os = " · ".join(part for part in (target or "?", detail) if part)
@@ -96,7 +108,7 @@ async def check_all(
 
 
 def table(rows: list[HostCheck]) -> str:
-    header = ("HOST", "REACHABLE", "AUTH", "OS", "LATENCY")
+    header = ("HOST", "REACHABLE", "AUTH", "OS", "LATENCY", "LOCK")
     cells = [
         (
             r.alias,
@@ -104,6 +116,7 @@ def table(rows: list[HostCheck]) -> str:
             r.auth,
             r.os,
             f"{r.latency_ms:.0f} ms" if r.latency_ms is not None else "-",
+            r.lock,
         )
         for r in rows
     ]

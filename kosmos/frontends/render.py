@@ -58,8 +58,9 @@ class TextRenderer:
                     + f" on {event.host} · {source} · up to {event.max_steps} steps"
                     + (f" · protocol {event.protocol}" if event.protocol != "tags" else "")
                 )
-                if event.policy != "ask":
-                    c.say(c.style(f"  policy: {event.policy}", "2"))
+                if event.policy != "ask" or event.lock:
+                    lock = f" · lock {event.lock}" if event.lock and event.policy != "auto" else ""
+                    c.say(c.style(f"  policy: {event.policy}{lock}", "2"))
                 if event.memory:
                     c.say(c.style(f"  memory on · target OS: {event.os or 'unknown'}", "2"))
                 for k, v in event.params.items():

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from kosmos.config import Settings
 from kosmos.hosts.local import LocalRunner
+from kosmos.hosts.lock import DEFAULT_PORTS, LockConfig
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.target import LOCAL, parse_target
@@ -28,8 +29,9 @@ def make_runner(
     has to say (a host key added, a known_hosts line skipped). `ssh_config` is the run's
     ~/.ssh/config, read once for all its hosts; `passphrases` the keys unlocked in this run
     (in memory only), so that a host connected again is not asked again."""
+    lock = lock_config(settings, target.strip() or LOCAL)
     if target.strip() in (LOCAL, ""):
-        return LocalRunner()
+        return LocalRunner(lock=lock)
     from kosmos.hosts.ssh import SSHRunner  # asyncssh: only for a run that opens SSH
 
     return SSHRunner(
@@ -39,4 +41,15 @@ def make_runner(
         notify=notify,
         ssh_config=ssh_config,
         passphrases=passphrases,
+        lock=lock,
     )
+
+
+def lock_config(settings: Settings, target: str) -> LockConfig:
+    """The host's kernel lock settings from config (`hosts: NAME: {lock, lock_ports}`)."""
+    found = settings.host(target)
+    if found is None:
+        return LockConfig()
+    entry = found[1]
+    ports = entry.lock_ports if entry.lock_ports is not None else DEFAULT_PORTS
+    return LockConfig(required=entry.lock == "required", ports=tuple(ports))

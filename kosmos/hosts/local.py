@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kosmos.hosts.lock import LEARN_TIMEOUT, HostLock, LockConfig
 from kosmos.hosts.runner import (
     BROKEN_LINK,
     COMMAND_ENV,
@@ -45,7 +46,13 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        lock: LockConfig | None = None,
+    ) -> None:
         self.cwd = cwd
         self.env = {**(env if env is not None else os.environ), **COMMAND_ENV}
         # One dialect for the policy and the shell: bash where there is one.
@@ -54,9 +61,16 @@ class LocalRunner:
         self.dialect: Shell = "bash" if bash else "sh"
         # What `uname -s` says here (Linux, Darwin), known without running it.
         self.os = platform.system()
+        # The kernel lock for commands that run without a person's yes (hosts/lock.py).
+        self.host_lock = HostLock(lock or LockConfig())
 
     async def connect(self) -> None:
         return None
+
+    async def learn_host(self, *, timeout: float) -> None:
+        """Learn what the kernel lock can be here (the OS is known without asking)."""
+        probe = await self.run(self.host_lock.probe_script(), timeout=timeout)
+        self.host_lock.learn(probe.output.text())
 
     async def close(self) -> None:
         return None
@@ -71,14 +85,18 @@ class LocalRunner:
         stdin: bytes | None = None,
         lock: Lock | None = None,
     ) -> CommandResult:
+        if lock is not None and self.host_lock.status is None:
+            await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
+        words = self.host_lock.words(lock, self.shell_path)
         start = time.monotonic()
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
                 self.shell_path,
                 "-c",
-                local_script(feed=stdin is not None),
+                local_script(feed=stdin is not None, locked=words is not None),
                 "kosmos",
                 command,
+                *(words or ()),
                 # Never closed while the command runs: the wrapper ends the command's group
                 # when it closes, which it does when kosmos itself dies.
                 stdin=asyncio.subprocess.PIPE,
@@ -160,6 +178,7 @@ class LocalRunner:
             timed_out=timed_out,
             cancelled=cancelled,
             signal=sig,
+            locked=words is not None,
         )
 
     async def _end(self, proc: asyncio.subprocess.Process, work: asyncio.Future[None]) -> None:

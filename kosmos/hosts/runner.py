@@ -59,10 +59,12 @@ class Lock:
 
     `sockets`: the command may open unix and netlink sockets, because the policy judged it a
     read through a local service (`systemctl status`, `ss`) that the lock cannot tell from a
-    write through the same socket.
+    write through the same socket. `network`: the command may connect to the host's allowed
+    TCP ports (False for a command judged a write: it reaches no port at all).
     """
 
     sockets: bool = False
+    network: bool = True
 
 
 class ReadTimeout(TimeoutError):
@@ -153,6 +155,8 @@ class CommandResult:
     cancelled: bool = False
     connection_lost: bool = False
     signal: int | None = None
+    # It ran inside the kernel lock (hosts/lock.py).
+    locked: bool = False
 
     @property
     def bytes(self) -> int:
@@ -201,7 +205,9 @@ class Runner(Protocol):
 
         The command's stdin is /dev/null, or carries exactly the one line `stdin` and is then
         closed (a password for `sudo -S`; never logged). `lock`: run it inside the kernel
-        lock (it runs without a person's yes); None runs it as any shell command. If kosmos
+        lock (it runs without a person's yes) where the host has one (hosts/lock.py; a host
+        without runs it as any command, and `CommandResult.locked` says which); None runs it as
+        any shell command. If kosmos
         dies while the command runs, the command's whole process group ends (hosts/wrapper.py).
 
         HostError means the command never started (no connection): the engine may offer Retry.

@@ -13,6 +13,7 @@ import asyncssh
 
 from kosmos.errors import HostError
 from kosmos.hosts.connect import Connector, Link
+from kosmos.hosts.lock import LEARN_TIMEOUT, HostLock, LockConfig
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import (
     CommandNotStarted,
@@ -66,6 +67,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         keepalive_count_max: int | None = None,
         ssh_config: SSHConfigFile | None = None,
         passphrases: Passphrases | None = None,
+        lock: LockConfig | None = None,
     ) -> None:
         self.target = target
         self.name = target.label
@@ -93,6 +95,9 @@ class SSHRunner(RemoteReads, RemoteUploads):
         self.dialect: Shell | None = None
         # What `uname -s` says there: learnt with the first file read, or asked for on its own.
         self.os: str | None = None
+        # The kernel lock for commands that run without a person's yes (hosts/lock.py): what
+        # the host offers is learnt with the first file read, or asked for on its own.
+        self.host_lock = HostLock(lock or LockConfig())
         self._lock = asyncio.Lock()
         # Why kosmos itself closed the connection, for the notice when the next command reconnects.
         self._dropped: str | None = None
@@ -203,6 +208,8 @@ class SSHRunner(RemoteReads, RemoteUploads):
         stdin: bytes | None = None,
         lock: Lock | None = None,
     ) -> CommandResult:
+        if lock is not None and self.host_lock.status is None:
+            await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
         return await self._exec(
             command,
             timeout=timeout,
@@ -210,7 +217,20 @@ class SSHRunner(RemoteReads, RemoteUploads):
             stop=stop,
             stdin=stdin,
             buffer=OutputBuffer(),
+            lock=self.host_lock.words(lock, self.dialect or "sh"),
         )
+
+    async def learn_host(self, *, timeout: float) -> None:
+        """Learn the host's OS and what the kernel lock can be there, in one round trip."""
+        ask_os = self.os is None
+        command = self.host_lock.probe_script()
+        if ask_os:
+            command = f"printf 'os %s\\n' \"$(uname -s 2>/dev/null)\"; {command}"
+        result = await self._exec(command, timeout=timeout, buffer=OutputBuffer())
+        text = result.output.text()
+        if ask_os and text.startswith("os ") and not result.connection_lost:
+            self.os = text.split("\n", 1)[0][3:].strip() or None
+        self.host_lock.learn(text)
 
     async def _exec(
         self,
@@ -222,11 +242,15 @@ class SSHRunner(RemoteReads, RemoteUploads):
         stop: asyncio.Event | None = None,
         stdin: bytes | None = None,
         limit: int | None = None,
+        lock: list[str] | None = None,
     ) -> CommandResult:
-        """Run `command` in the wrapper; past `limit` bytes of output it is ended as by `stop`."""
+        """Run `command` in the wrapper; past `limit` bytes of output it is ended as by `stop`.
+
+        `lock`: the words that run it inside the kernel lock (`HostLock.words`).
+        """
         start = time.monotonic()
         remote = remote_command(
-            command, login=self.login, dialect=self.dialect, feed=stdin is not None
+            command, login=self.login, dialect=self.dialect, feed=stdin is not None, lock=lock
         )
         loop = asyncio.get_running_loop()
         epoch = self._epoch
@@ -383,6 +407,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
             cancelled=cancelled,
             connection_lost=connection_lost,
             signal=sig,
+            locked=lock is not None,
         )
 
     async def _end(

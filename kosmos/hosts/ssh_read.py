@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Sequence
 
 from kosmos.errors import HostError
+from kosmos.hosts.lock import host_lock
 from kosmos.hosts.runner import (
     BROKEN_LINK,
     READ_FILE_LIMIT,
@@ -96,10 +97,14 @@ class RemoteReads:
         if not paths:
             return None
         listed = " ".join(_remote_path(p) for p in paths)
-        # The first read also asks for the kernel's name: one round trip less for the run.
+        # The first read also asks for the kernel's name and what the kernel lock can be
+        # there: one round trip for the three.
         ask_os = getattr(self, "os", None) is None
+        kit = host_lock(self)
+        ask_lock = kit is not None and kit.status is None
         command = (
             ("printf 'os %s\\n' \"$(uname -s 2>/dev/null)\"; " if ask_os else "")
+            + (f"{kit.probe_script()}; " if kit is not None and ask_lock else "")
             + "command -v grep >/dev/null 2>&1 || exit 1; "
             f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
             f'[ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
@@ -108,8 +113,8 @@ class RemoteReads:
             f'[ "$r" -eq 1 ] || exit {REFUSED}; fi; '
             f"i=$((i+1)); done; exit {MISSING}"
         )
-        # Room for the `os`, `try` and `hit` lines in front of the file.
-        limit = READ_FILE_LIMIT + 16 * (len(paths) + 1) + 80
+        # Room for the `os`, `lock`, `try` and `hit` lines in front of the file.
+        limit = READ_FILE_LIMIT + 16 * (len(paths) + 1) + 80 + 400
         try:
             result = await self._exec(
                 command,
@@ -125,6 +130,10 @@ class RemoteReads:
             kernel = line[3:].decode(errors="replace").strip()
             if kernel and not result.connection_lost:
                 self.os = kernel
+        if ask_lock and kit is not None and data.startswith(b"lock "):
+            line, _, data = data.partition(b"\n")
+            if not result.connection_lost:
+                kit.learn(line.decode(errors="replace"))
         tried, hit, text = 0, None, b""
         while data:
             line, _, rest = data.partition(b"\n")

@@ -17,6 +17,7 @@ The same script runs local commands, so a killed kosmos leaves nothing behind he
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from kosmos.hosts.runner import COMMAND_ENV, Shell
 
@@ -45,48 +46,63 @@ _WATCH = (
 _RUN = '( eval "$1" ) </dev/null'
 # The line kosmos sends first goes to the command, and nothing else does.
 _FEED = 'IFS= read -r kosmos_in; printf "%s\\n" "$kosmos_in" | ( unset kosmos_in; eval "$1" )'
+# Inside the kernel lock (hosts/lock.py): the words after the command are the prelude and
+# `SHELL -c`, which get the command last. Only the command enters the lock: the watcher
+# stays outside it, free to end the group.
+_RUN_LOCKED = 'c=$1; shift; "$@" "$c" </dev/null'
+_FEED_LOCKED = 'IFS= read -r kosmos_in; c=$1; shift; printf "%s\\n" "$kosmos_in" | "$@" "$c"'
 
 
-def _script(*, mark: bool, feed: bool) -> str:
+def _script(*, mark: bool, feed: bool, locked: bool = False) -> str:
     parts = [_MARK + "; exec 2>&1; " + _EXPORTS] if mark else []
     if feed:
         # Read the line before the watcher starts reading the same stdin.
-        read, run = _FEED.split("; ", 1)
+        read, run = (_FEED_LOCKED if locked else _FEED).split("; ", 1)
         parts += [read, _WATCH, run]
     else:
-        parts += [_WATCH, _RUN]
+        parts += [_WATCH, _RUN_LOCKED if locked else _RUN]
     script = "; ".join(parts)
     assert "'" not in script
     return script
 
 
-_SCRIPTS = {feed: _script(mark=True, feed=feed) for feed in (False, True)}
+_SCRIPTS = {
+    (feed, locked): _script(mark=True, feed=feed, locked=locked)
+    for feed in (False, True)
+    for locked in (False, True)
+}
 
 
 def remote_command(
-    command: str, *, login: str | None, dialect: Shell | None, feed: bool = False
+    command: str,
+    *,
+    login: str | None,
+    dialect: Shell | None,
+    feed: bool = False,
+    lock: Sequence[str] | None = None,
 ) -> str:
     """The command line sent to sshd, which runs it with the login shell's `-c`.
 
     A login shell that is bash runs the script itself (as `ssh host CMD` would); any other
     login shell execs into bash, or sh on a host without bash. Before the host has said which
     it has, the script asks for bash and falls back on sh. `exec sh -c '...'` is the one form
-    every login shell (fish, csh included) reads the same.
+    every login shell (fish, csh included) reads the same. `lock`: the words that run the
+    command inside the kernel lock (`HostLock.words`).
     """
-    script = _SCRIPTS[feed]
-    quoted = shlex.quote(command)
+    script = _SCRIPTS[(feed, lock is not None)]
+    quoted = " ".join(shlex.quote(word) for word in (command, *(lock or ())))
     if login == "bash" and dialect == "bash":
         return f"set -- {quoted}; {script}"
     if dialect is not None:
         return f"exec {dialect} -c '{script}' kosmos {quoted}"
-    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "$0" kosmos "$1"; eval "$0"'
+    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "$0" kosmos "$@"; eval "$0"'
     return f"exec sh -c '{pick}' '{script}' {quoted}"
 
 
-def local_script(*, feed: bool) -> str:
-    """The script for `SHELL -c SCRIPT kosmos COMMAND` on this machine (no marker: the runner
-    knows its child's pid, and sets the environment itself)."""
-    return _script(mark=False, feed=feed)
+def local_script(*, feed: bool, locked: bool = False) -> str:
+    """The script for `SHELL -c SCRIPT kosmos COMMAND [LOCK WORDS]` on this machine (no
+    marker: the runner knows its child's pid, and sets the environment itself)."""
+    return _script(mark=False, feed=feed, locked=locked)
 
 
 def parse_mark(line: bytes) -> tuple[int, str, Shell]:

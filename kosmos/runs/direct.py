@@ -19,6 +19,7 @@ from kosmos.engine.direct import CommandOutcome, DirectHost, DirectOptions, File
 from kosmos.engine.operator import Operator
 from kosmos.events import Event
 from kosmos.hosts.factory import make_runner
+from kosmos.hosts.lock import learn_lock
 from kosmos.hosts.runner import HostPrompter
 from kosmos.prompts import Prompts
 from kosmos.runs.assembly import RunChoices, Show, TranscriptSink
@@ -70,6 +71,8 @@ async def open_host(
 
     try:
         await runner.connect()
+        # What the host's kernel lock offers, learnt before the first command runs unasked.
+        await learn_lock(runner, timeout=settings.knowledge_timeout)
         prompts = Prompts.load(settings.prompts_file)
         yield DirectHost(runner, operator, prompts, emit, options=options, redactor=redactor)
     finally:

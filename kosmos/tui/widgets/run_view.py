@@ -200,6 +200,9 @@ class RunView(VerticalScroll):
             if event.transcript:
                 title = self.query_one("#run-title", Static)
                 title.update(f"{self.run_title} · transcript {shown_path(event.transcript)}")
+            if event.lock and event.policy in ("read-only", "locked"):
+                # Where commands run unasked from the start: the lock that holds them.
+                await self._put(Note(f"policy {event.policy} · kernel lock {event.lock}"))
         elif isinstance(event, KnowledgeLoaded):
             self.knowledge = event
             await self._put(Note(f"System Context loaded from {event.path} (ctrl+o shows it)"))

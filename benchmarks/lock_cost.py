@@ -1,0 +1,178 @@
+"""What the kernel lock costs per command: the same command with and without it, in one run.
+
+Interleaved (so that load from elsewhere hits all alike), medians of `--repeat`, as wall time
+and, where the processes are this one's children, as their CPU time (user + system: what the
+lock itself costs, less swayed by other load on a shared machine than the wall clock):
+- the prelude alone: `sh -c true` against `perl -e PRELUDE SPEC sh -c true` (and python3's);
+- the local runner: `LocalRunner.run("true")` without a lock, with the perl prelude, and with
+  the python3 one (a PATH without perl);
+- the SSH runner to Debian's sshd on loopback (needs root; it starts one as the tests do):
+  `SSHRunner.run("true")` without and with the lock (perl), on one reused connection.
+
+    python benchmarks/lock_cost.py [--repeat 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kosmos.hosts.local import LocalRunner  # noqa: E402
+from kosmos.hosts.runner import Lock, Runner  # noqa: E402
+from tests.lockkit import bin_without  # noqa: E402
+
+COMMAND = "true"
+
+
+Timing = tuple[float, float]  # (wall, CPU of the children) in seconds
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _spawn(argv: list[str]) -> Timing:
+    t, cpu = time.perf_counter(), _children_cpu()
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t, _children_cpu() - cpu
+
+
+def _run(runner: Runner, lock: Lock | None) -> Callable[[], Awaitable[Timing]]:
+    async def once() -> Timing:
+        t, cpu = time.perf_counter(), _children_cpu()
+        result = await runner.run(COMMAND, timeout=30, lock=lock)
+        elapsed = time.perf_counter() - t, _children_cpu() - cpu
+        if result.exit_code != 0 or result.locked is not (lock is not None):
+            sys.exit(f"`{COMMAND}` failed (locked: {result.locked}): {result.output.text()}")
+        return elapsed
+
+    return once
+
+
+async def _interleaved(
+    cases: dict[str, Callable[[], Awaitable[Timing]]], repeat: int
+) -> dict[str, list[Timing]]:
+    times: dict[str, list[Timing]] = {name: [] for name in cases}
+    for case in cases.values():  # warm-up: page cache, the first connection
+        await case()
+    for _ in range(repeat):
+        for name, case in cases.items():
+            times[name].append(await case())
+    return times
+
+
+def _report(title: str, times: dict[str, list[Timing]], *, cpu: bool = True) -> None:
+    print(title)
+    names = list(times)
+
+    def median(name: str, i: int) -> float:
+        return statistics.median(t[i] for t in times[name]) * 1000
+
+    for name in names:
+        line = f"  {name:40} wall {median(name, 0):7.2f} ms"
+        if name != names[0]:
+            line += f" (+{median(name, 0) - median(names[0], 0):.2f})"
+        if cpu:
+            line = f"{line:72} CPU {median(name, 1):6.2f} ms"
+            if name != names[0]:
+                line += f" (+{median(name, 1) - median(names[0], 1):.2f})"
+        print(line)
+
+
+async def local_and_ssh(repeat: int, tmp: Path) -> None:
+    plain = LocalRunner(cwd=tmp)
+    await plain.learn_host(timeout=30)
+    status = plain.host_lock.status
+    assert status is not None
+    print(f"lock here: {status.describe()} via {status.interpreter}")
+    # The prelude alone, outside kosmos.
+    kit = plain.host_lock
+    words = kit.words(Lock(), "sh")
+    assert words is not None
+    python_path = str(bin_without(tmp, "perl"))
+    py = LocalRunner(cwd=tmp, env={**os.environ, "PATH": python_path})
+    await py.learn_host(timeout=30)
+    py_words = py.host_lock.words(Lock(), "sh")
+    assert py_words is not None and py.host_lock.status is not None
+    spawn = {
+        "sh -c true": lambda: _spawn(["sh", "-c", COMMAND]),
+        "perl prelude, then sh -c true": lambda: _spawn([*words, COMMAND]),
+        "python3 prelude, then sh -c true": lambda: _spawn(
+            [shutil.which("python3", path=python_path) or "python3", *py_words[1:], COMMAND]
+        ),
+    }
+    times: dict[str, list[Timing]] = {name: [] for name in spawn}
+    for case in spawn.values():
+        case()
+    for _ in range(repeat):
+        for name, case in spawn.items():
+            times[name].append(case())
+    _report(f"the prelude alone, median of {repeat}", times)
+    local = {
+        "LocalRunner.run, no lock": _run(plain, None),
+        "LocalRunner.run, locked (perl)": _run(plain, Lock()),
+        "LocalRunner.run, locked (python3)": _run(py, Lock()),
+    }
+    _report(f"kosmos's local runner, median of {repeat}", await _interleaved(local, repeat))
+    await ssh(repeat, tmp)
+
+
+async def ssh(repeat: int, tmp: Path) -> None:
+    from kosmos.hosts.ssh import SSHRunner
+    from kosmos.hosts.target import parse_target
+    from tests.sshd import start_sshd, write_client_home
+
+    try:
+        server = start_sshd("lockcost")
+    except Exception as e:  # noqa: BLE001 - no sshd here: the local figures stand alone
+        print(f"(no SSH: {e})")
+        return
+    home = tmp / "home"
+    home.mkdir()
+    os.environ["HOME"] = str(home)
+    os.environ.pop("SSH_AUTH_SOCK", None)
+    write_client_home(home, server)
+    runner = SSHRunner(parse_target("box"), connect_timeout=10)
+    try:
+        await runner.connect()
+        await runner.learn_host(timeout=30)
+        cases = {
+            "SSHRunner.run, no lock": _run(runner, None),
+            "SSHRunner.run, locked (perl)": _run(runner, Lock()),
+        }
+        # The remote processes are sshd's children, not this one's: wall time only.
+        times = await _interleaved(cases, repeat)
+        _report(f"kosmos's SSH runner, median of {repeat}", times, cpu=False)
+    finally:
+        await runner.close()
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="kosmos-lockcost-"))
+    tmp.chmod(0o755)
+    try:
+        asyncio.run(local_and_ssh(args.repeat, tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+"""The kernel lock through the approval gate, a session and the CLI: which commands run inside
+it, the `locked` policy, a host that requires the lock, and where the lock is named.
+
+Whole runs drive `kosmos run` headless against the scripted LLM, locally and over Debian's
+sshd, with the LLM proposing writes: the directory stays as it was and the LLM reads the error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import sys
+from pathlib import Path
+
+import pytest
+
+from kosmos.engine.approval import ApprovalGate
+from kosmos.engine.operator import Approval
+from kosmos.engine.session import SessionOptions
+from kosmos.events import CommandDecision, CommandFinished, Notice, RunStarted
+from kosmos.hosts.local import LocalRunner
+from kosmos.hosts.lock import HostLock, LockConfig, LockStatus
+from kosmos.hosts.runner import Lock
+from kosmos.prompts import Prompts
+from kosmos.safety import assess
+from tests.conftest import run_cli
+from tests.helpers import ScriptOperator, run_session
+from tests.llmserver import ScriptedLLM
+from tests.lockkit import bin_without, make_scratch, state
+from tests.sshd import Sshd
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or os.geteuid() != 0, reason="the lock's tests run as root on Linux"
+)
+
+HELD = LockStatus(abi=7, seccomp=True, interpreter="perl", arch="x86_64")
+PARTIAL = LockStatus(abi=3, seccomp=True, interpreter="perl", arch="x86_64")
+NONE = LockStatus(why="neither perl nor python3 is on the host's PATH")
+
+# Writes the issue found rated read-only; whichever the parser still misses runs inside the
+# lock under `read-only`, the rest are refused: either way nothing changes.
+MISJUDGED = (
+    "x=i; sed -$x s/canary/changed/ F",
+    "git -C repo config --remove-sec user",
+    "echo touch | xargs -I ls env ls PWNED",
+    "sed -n ':a;w F' G",
+    "jobs -x touch PWNED",
+    "find . -name F -d$x",
+    "xxd -C F OUT",
+    "ionice -t sh -c 'touch PWNED' ls",
+)
+WRITES = ("touch PWNED", "rm -f F", "chmod 600 F", "echo x >> G", "mkdir made")
+
+
+def _gate(
+    status: LockStatus | None, policy: str, *, headless: bool = True, **config
+) -> ApprovalGate:  # noqa: ANN003
+    kit = HostLock(LockConfig(**config), status)
+    return ApprovalGate(
+        ScriptOperator(),
+        Prompts.load(),
+        host="web1",
+        policy=policy,  # type: ignore[arg-type]
+        non_interactive=headless,
+        host_lock=lambda: kit,
+    )
+
+
+async def _decide(gate: ApprovalGate, command: str, *, service: bool = False):  # noqa: ANN202
+    verdict = assess(command, "bash")
+    return await gate.judge(1, command, verdict.verdict, verdict.reason, service=service)
+
+
+# -- the gate ----------------------------------------------------------------------------------
+
+
+async def test_read_only_runs_a_read_inside_the_lock_with_sockets_for_a_service_read() -> None:
+    gate = _gate(HELD, "read-only")
+    decision = await _decide(gate, "ls -l")
+    assert (decision.action, decision.lock) == ("run", Lock(sockets=False))
+    decision = await _decide(gate, "systemctl status ssh", service=True)
+    assert (decision.action, decision.lock) == ("run", Lock(sockets=True))
+    # `auto` is a yes given in advance: no lock.
+    assert (await _decide(_gate(HELD, "auto"), "touch F")).lock is None
+
+
+async def test_a_persons_yes_runs_without_the_lock() -> None:
+    gate = _gate(HELD, "ask", headless=False)
+    decision = await _decide(gate, "ls -l")
+    assert decision.action == "run" and decision.by == "operator" and decision.lock is None
+
+
+async def test_the_a_answer_runs_later_reads_inside_the_lock() -> None:
+    gate = _gate(HELD, "ask", headless=False)
+    assert isinstance(gate.operator, ScriptOperator)
+    gate.operator.approvals.append(Approval("run", auto_read_only=True))
+    first = await _decide(gate, "ls -l")
+    second = await _decide(gate, "ls -la")
+    assert first.lock is None and second.lock == Lock() and second.by == "policy"
+
+
+@pytest.mark.parametrize(
+    ("command", "service", "why"),
+    [
+        ("ls -l", True, "it reads through a local service's socket"),
+        ("sudo ls /root", False, "it calls sudo, which cannot gain root inside the kernel lock"),
+        ("rm -rf /", False, "dangerous"),
+    ],
+)
+async def test_locked_asks_for_what_the_lock_cannot_hold(
+    command: str, service: bool, why: str
+) -> None:
+    decision = await _decide(_gate(HELD, "locked"), command, service=service)
+    assert decision.action == "refused" and why in decision.reason
+    interactive = _gate(HELD, "locked", headless=False)
+    decision = await _decide(interactive, command, service=service)
+    assert isinstance(interactive.operator, ScriptOperator)
+    assert [p.command for p in interactive.operator.proposals] == [command]
+    assert decision.action == "run" and decision.lock is None
+
+
+async def test_locked_runs_writes_inside_the_lock_without_a_port() -> None:
+    gate = _gate(HELD, "locked")
+    write = await _decide(gate, "touch F")
+    read = await _decide(gate, "curl -s https://example.com/")
+    assert (write.action, write.lock) == ("run", Lock(sockets=False, network=False))
+    assert (read.action, read.lock) == ("run", Lock(sockets=False, network=True))
+    # Where the lock holds less than all of it, a write needs a person.
+    partial = await _decide(_gate(PARTIAL, "locked"), "touch F")
+    assert partial.action == "refused"
+    assert "does not hold TCP bind and connect (Landlock ABI 4)" in partial.reason
+    assert (await _decide(_gate(PARTIAL, "locked"), "ls")).lock == Lock(sockets=False)
+
+
+async def test_a_host_that_requires_the_lock_runs_nothing_unasked_without_it() -> None:
+    refused = await _decide(_gate(NONE, "read-only", required=True), "ls")
+    assert refused.action == "refused"
+    assert "this host requires the kernel lock, which is not held: neither perl" in refused.reason
+    optional = await _decide(_gate(NONE, "read-only"), "ls")
+    assert optional.action == "run" and optional.lock == Lock()
+    locked = await _decide(_gate(NONE, "locked"), "ls")
+    assert locked.action == "refused" and "the policy is locked" in locked.reason
+
+
+# -- a session -----------------------------------------------------------------------------------
+
+
+async def test_locked_session_the_llm_reads_the_error_and_nothing_changes(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    where = make_scratch(tmp_path / "work")
+    before = state(where)
+    llm.script(*(f"[CMD] {c}" for c in WRITES), "[CMD] cat F", "[DONE] looked")
+    run = await run_session(
+        llm.base_url,
+        runner=LocalRunner(cwd=where),
+        options=SessionOptions(policy="locked", non_interactive=True),
+    )
+    assert run.result.status == "done"
+    assert state(where) == before
+    started = run.of(RunStarted)[0]
+    assert started.policy == "locked" and started.lock == "held (Landlock ABI 7, seccomp)"
+    finished = run.of(CommandFinished)
+    assert [f.locked for f in finished] == [True] * (len(WRITES) + 1)
+    told = [r.last_user_text for r in llm.requests[1:]]
+    assert "touch: cannot touch 'PWNED': Permission denied" in told[0]
+    assert "Operation not permitted" in told[2]
+    assert "canary F" in told[-1]
+
+
+async def test_required_lock_that_cannot_be_had_is_told_once_and_runs_nothing_unasked(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    path = str(bin_without(tmp_path, "perl", "python"))
+    runner = LocalRunner(
+        cwd=tmp_path, env={**os.environ, "PATH": path}, lock=LockConfig(required=True)
+    )
+    llm.script("[CMD] ls", "[DONE] ok")
+    run = await run_session(
+        llm.base_url,
+        runner=runner,
+        options=SessionOptions(policy="read-only", non_interactive=True),
+    )
+    assert run.of(RunStarted)[0].lock == "not held: neither perl nor python3 is on the host's PATH"
+    notices = [n.message for n in run.of(Notice) if "kernel lock" in n.message]
+    assert notices == [
+        "the kernel lock is required on local and is not held: neither perl nor python3 is on "
+        "the host's PATH; nothing runs there without a person's yes"
+    ]
+    assert [d.decision for d in run.of(CommandDecision)] == ["refused"]
+    assert "this host requires the kernel lock" in llm.requests[1].last_user_text
+
+
+# -- kosmos run, headless, locally and over SSH ------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = make_scratch(tmp_path / "project")
+    (path / ".kosmos/skills/probe").mkdir(parents=True)
+    (path / ".kosmos/skills/probe/SKILL.md").write_text(
+        "---\nname: probe\ndescription: look\n---\nLook around.\n"
+    )
+    return path
+
+
+def _events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("policy", ["read-only", "locked"])
+def test_kosmos_run_headless_changes_nothing(
+    policy: str, llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    commands = [*WRITES, *MISJUDGED]
+    llm.script(*(f"[CMD] {c}" for c in commands), "[DONE] ok")
+    before = state(project)
+    proc = run_cli(
+        ["run", "probe", "--non-interactive", "--json", "--policy", policy],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert state(project) == before
+    events = _events(proc.stdout)
+    assert events[0]["lock"] == "held (Landlock ABI 7, seccomp)"
+    ran = [e for e in events if e["type"] == "command_finished"]
+    assert all(e["locked"] for e in ran)
+    if policy == "locked":
+        assert len(ran) == len(commands)
+        assert "Permission denied" in llm.requests[1].last_user_text
+    else:  # the plain writes are refused; what the parser misses runs inside the lock
+        refused = [e for e in events if e.get("decision") == "refused"]
+        assert len(refused) + len(ran) == len(commands) and len(refused) >= len(WRITES)
+
+
+@pytest.mark.parametrize("policy", ["read-only", "locked"])
+def test_kosmos_run_over_ssh_changes_nothing(
+    policy: str, llm: ScriptedLLM, ssh_cli_env: dict, remote: Sshd, tmp_path: Path
+) -> None:
+    where = make_scratch(remote.remote_home / "work", pwd.getpwnam(remote.user).pw_uid)
+    before = state(where)
+    # Whatever the parser comes to catch of MISJUDGED, the read at the end runs.
+    commands = [*WRITES, *MISJUDGED, "cat F"]
+    llm.script(*(f"[CMD] cd {where} && {c}" for c in commands), "[DONE] ok")
+    proc = run_cli(
+        ["run", "probe", "--host", "box", "--non-interactive", "--json", "--policy", policy],
+        env=ssh_cli_env,
+        cwd=_skill_dir(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert state(where) == before
+    events = _events(proc.stdout)
+    assert events[0]["lock"] == "held (Landlock ABI 7, seccomp)"
+    ran = [e for e in events if e["type"] == "command_finished"]
+    assert all(e["locked"] for e in ran) and "canary F" in llm.requests[-1].last_user_text
+    if policy == "locked":
+        assert len(ran) == len(commands)
+        assert "Permission denied" in llm.requests[1].last_user_text
+
+
+def _skill_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "cwd"
+    (path / ".kosmos/skills/probe").mkdir(parents=True)
+    (path / ".kosmos/skills/probe/SKILL.md").write_text(
+        "---\nname: probe\ndescription: look\n---\nLook around.\n"
+    )
+    return path
+
+
+def test_config_pins_a_host_to_locked_and_names_the_lock_in_the_header(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    (project / "kosmos.yaml").write_text(
+        "hosts:\n  local:\n    policy: locked\n    lock: required\n    lock_ports: [8443]\n"
+    )
+    llm.script("[CMD] touch PWNED", "[DONE] ok")
+    before = state(project)
+    proc = run_cli(["run", "probe", "--non-interactive"], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "  policy: locked · lock held (Landlock ABI 7, seccomp)\n" in proc.stdout
+    assert not (project / "PWNED").exists() and state(project) == before
+
+
+def test_a_bad_lock_setting_is_one_line(cli_env: dict, project: Path) -> None:
+    (project / "kosmos.yaml").write_text("hosts:\n  local:\n    lock: always\n")
+    proc = run_cli(["run", "probe", "--non-interactive"], env=cli_env, cwd=project)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "hosts.local.lock" in lines[0], proc.stderr
+
+
+async def test_the_tui_run_names_the_lock_and_the_write_fails_inside_it(
+    llm: ScriptedLLM, home: Path, tmp_path: Path
+) -> None:
+    from tests.tuihelpers import finished, front_view, make_app, until
+
+    target = tmp_path / "PWNED"
+    llm.script(f"[CMD] touch {target}", "[DONE] ok")
+    settings = {"hosts": {"local": {"policy": "locked"}}}
+    app = make_app(llm.base_url, home, settings=settings, params={"unit": "nginx"})
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+r")
+        await until(pilot, finished(app), "the run's end")
+        notes = [str(n.render()) for n in front_view(app).query("Note")]
+    assert "policy locked · kernel lock held (Landlock ABI 7, seccomp)" in notes
+    assert not target.exists()
+    assert "Permission denied" in llm.requests[1].last_user_text
