@@ -114,8 +114,10 @@ async def test_locked_asks_for_what_the_lock_cannot_hold(
     decision = await _decide(_gate(HELD, "locked"), command, service=service)
     assert decision.action == "refused" and why in decision.reason
     interactive = _gate(HELD, "locked", headless=False)
-    decision = await _decide(interactive, command, service=service)
     assert isinstance(interactive.operator, ScriptOperator)
+    # A dangerous command runs only with the host's name typed.
+    interactive.operator.approvals.append(Approval.run(typed="web1"))
+    decision = await _decide(interactive, command, service=service)
     assert [p.command for p in interactive.operator.proposals] == [command]
     assert decision.action == "run" and decision.lock is None
 
