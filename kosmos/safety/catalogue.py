@@ -101,6 +101,18 @@ ALWAYS = name_set(
 )
 
 
+# Programs whose reads go through a local service's unix socket (systemd's D-Bus, docker's
+# socket, NetworkManager, a container runtime) or the kernel's netlink sockets: their
+# read-only verdicts say so (`Assessment.service`), for a kernel lock that closes such
+# sockets to everything else.
+SERVICE_READS = name_set(
+    """
+    systemctl service loginctl hostnamectl timedatectl localectl resolvectl busctl networkctl
+    nmcli docker podman docker-compose crictl ss ip ifconfig iptables ip6tables nft ufw
+    """
+)
+
+
 # Tools that only read when asked for their version: name -> the flags that do that.
 VERSION_ONLY = {
     "python": ("--version", "-V", "-VV"),

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from kosmos.safety import git, network, system
-from kosmos.safety.catalogue import ALWAYS, VERSION_ONLY
+from kosmos.safety.catalogue import ALWAYS, SERVICE_READS, VERSION_ONLY
 from kosmos.safety.options import Opts, split_words
 from kosmos.safety.paths import HOME_VAR
 from kosmos.safety.queries import risky_assignment
@@ -343,4 +343,4 @@ def read_only_rule(name: str, args: list[Word]) -> Assessment:
     if rule is None:
         return write(f"not on the read-only list: {name}")
     reason = rule(args)
-    return write(reason) if reason else ro(name)
+    return write(reason) if reason else ro(name, service=name in SERVICE_READS)

@@ -71,11 +71,13 @@ class Walk:
     depth: int = 0
     worst: Assessment | None = None
     names: list[str] = field(default_factory=list)
+    service: bool = False  # some read goes through a local service's socket
     conditional: bool = False  # walking a part of the line that may not run
 
     def add(self, finding: Assessment) -> None:
         if finding.verdict == "read_only":
             self.names.append(finding.reason)
+            self.service = self.service or finding.service
         elif self.worst is None or RANK[finding.verdict] > RANK[self.worst.verdict]:
             self.worst = finding
 
@@ -86,7 +88,7 @@ class Walk:
         if not names:
             return ro("nothing runs")
         shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return ro(f"read-only: {shown}")
+        return ro(f"read-only: {shown}", service=self.service)
 
     def child(self, dialect: Dialect) -> Walk:
         return Walk(
@@ -294,7 +296,7 @@ class Walk:
         if result.verdict == "read_only" and script.bashisms:
             return write(f"{label}: bash and sh read {script.bashisms[0]!r} differently")
         if result.verdict == "read_only":
-            return ro(", ".join(child.names) or label.split()[0])
+            return ro(", ".join(child.names) or label.split()[0], service=child.service)
         return result
 
     def script_word(self, word: Word, label: str, dialect: Dialect | None) -> Assessment:
