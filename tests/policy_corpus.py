@@ -6,7 +6,8 @@ the risky forms: payloads hidden behind quoting, escapes, comments, here-documen
 here-strings and substitutions in read-only carriers and wrappers; builtins that change how
 later commands run, followed by the commands they would hijack; program options that run
 programs or load config; arithmetic and expansions that evaluate a value as code; functions
-that shadow commands; and syntax only bash has.
+that shadow commands; syntax only bash has; and the classes of `tests/policy_mutants.py`.
+Then every one of those again with each option word respelled (`policy_mutants.mutants`).
 
 The canaries these commands aim at (DIR, F, PWNED, evil.sh, evilbin/, repo/) are laid out by
 `tests/shelljudge.py`.
@@ -18,6 +19,8 @@ import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.policy_mutants import SEEDS, mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -661,7 +664,13 @@ def table_commands() -> Iterator[str]:
 
 
 def corpus() -> list[str]:
-    """Every command, once, in a stable order."""
+    """Every command, once, in a stable order: the base, then every option respelled."""
+    base = base_corpus()
+    return list(dict.fromkeys([*base, *mutants(base)]))
+
+
+def base_corpus() -> list[str]:
+    """The commands as written, before their options are respelled."""
     sources = (
         table_commands(),
         skill_commands(),
@@ -672,6 +681,7 @@ def corpus() -> list[str]:
         iter(ESCAPES),
         iter(FUNCTIONS),
         iter(BASH_ONLY),
+        iter(SEEDS),
     )
     return list(dict.fromkeys(c for source in sources for c in source))
 
@@ -690,5 +700,7 @@ KNOWN = (
 
 
 def sample(every: int = 25) -> list[str]:
-    """A fast, stable slice of the corpus plus the known bypasses."""
-    return list(dict.fromkeys([*KNOWN, *corpus()[::every]]))
+    """A fast, stable slice of the corpus plus the known bypasses and the seeds."""
+    base = base_corpus()
+    respelled = list(mutants(base))
+    return list(dict.fromkeys([*KNOWN, *SEEDS, *base[::every], *respelled[:: every * 8]]))

@@ -316,6 +316,32 @@ class ShellJudge:
                 self._free.append(slot)
         return outcome
 
+    def output(self, argv: list[str], timeout: float = 2.0) -> str:
+        """What `argv` (no shell) prints to stdout and stderr, run as the user in a scratch
+        directory inside the namespace; for asking a program how it reads its options."""
+        probe = self.root / "probe"
+        if not probe.exists():
+            shutil.copytree(self.template / "work" / "repo", probe, symlinks=True)
+            for dirpath, dirnames, filenames in os.walk(probe):
+                for name in [*dirnames, *filenames, "."]:
+                    os.chown(Path(dirpath, name), self.uid, self.gid, follow_symlinks=False)
+        env = {"PATH": ":".join(PROGRAM_DIRS), "HOME": str(probe), "LANG": "C"}
+        ids = [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        try:
+            done = subprocess.run(
+                ["nsenter", f"--net=/proc/{self._net.pid}/ns/net", "setpriv", *ids, *argv],
+                cwd=probe,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                start_new_session=True,
+            )
+            text = done.stdout + done.stderr
+        except subprocess.TimeoutExpired as e:
+            text = (e.stdout or b"") + (e.stderr or b"")
+        return text.decode(errors="replace")
+
     def leftovers(self) -> list[str]:
         """Files the user came to own outside its scratch directories (there should be none)."""
         return [path for path in self._owned() if path not in self._owned_before]

@@ -47,6 +47,10 @@ BLOCK_PREFIXES = tuple(
 SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
 
 
+# bash's network redirections: `exec 3</dev/tcp/HOST/PORT` connects.
+NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
+
+
 BIN_DIRS = frozenset(
     {"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
 )
@@ -90,13 +94,13 @@ HARMLESS_PAGERS = frozenset({"", "cat", "less", "more", "less -R", "less -FRX"})
 ALWAYS = name_set(
     """
     ls cat head tail grep egrep fgrep wc cut tr
-    df du free uptime uname whoami id ps pgrep pidof lsof netstat dig nslookup host getent
+    df du free uptime uname whoami id ps pgrep pidof lsof netstat getent
     stat readlink realpath basename dirname locate which whereis type echo true false
     printenv lsblk findmnt lscpu lsmem lspci lsusb lsmod nproc vmstat iostat
     mpstat last w who users groups md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
     b2sum cksum sum cmp diff comm column jq hexdump od strings nl tac rev fold fmt paste join
     seq sleep getfacl namei lsattr base64 expand unexpand dpkg-query tty arch logname expr
-    : cd pwd pushd popd dirs shift exit return break continue wait jobs
+    : cd pwd pushd popd dirs shift exit return break continue
     """
 )
 
@@ -150,18 +154,6 @@ VERSION_ONLY = {
 # -- options of wrappers and tools ----------------------------------------------------------------
 
 
-SUDO_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sudo": (
-        "ugCDpRrtTU",
-        ("user", "group", "close-from", "chdir", "chroot", "prompt", "role", "type", "host")
-        + ("command-timeout", "other-user"),
-    ),
-    "doas": ("uC", ()),
-    "pkexec": ("", ("user",)),
-    "runuser": ("ugG", ("user", "group", "supp-group")),
-}
-
-
 FIND_NAMES = name_set(
     "-name -iname -path -ipath -wholename -iwholename -regex -iregex -inum -samefile"
 )
@@ -176,9 +168,6 @@ SYSTEMCTL_DOWN = name_set(
 DOWN_TARGETS = frozenset(
     f"{t}.target" for t in split_words("reboot poweroff halt kexec rescue emergency")
 )
-
-
-SYSTEMCTL_OPTS = ("tpHMnosP", ("type", "property", "host", "machine", "lines", "output", "state"))
 
 
 SYSTEMCTL_READ = name_set(
@@ -199,17 +188,6 @@ IP_OBJECTS = (
     ("rule", "add! delete! list show lst flush! save! restore!"),
     ("maddress", "add! delete! list show lst"),
     ("netns", "list list-id add! attach! set! delete! identify pids! exec! monitor!"),
-)
-
-
-CURL_ARG = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
-
-
-CURL_LONG = split_words(
-    "output upload-file data data-ascii data-binary data-raw data-urlencode form form-string "
-    "request config cookie-jar dump-header trace trace-ascii stderr libcurl json user header "
-    "user-agent referer cookie max-time connect-timeout proxy write-out range retry cacert "
-    "cert key resolve connect-to url quote output-dir etag-save hsts alt-svc engine"
 )
 
 
@@ -267,11 +245,24 @@ DOCKER_GROUPS = {
 KUBECTL_READ = name_set("get describe logs top version explain api-resources api-versions events")
 
 
-KUBECTL_ARG = ("namespace", "context", "kubeconfig", "server", "cluster", "user", "token", "as")
+KUBECTL_CONFIG_READ = name_set("view get-contexts current-context get-clusters get-users")
+
+
+# `kubectl get secret x -o yaml` prints what the secret holds.
+KUBECTL_SECRETS = name_set("secret secrets")
 
 
 OPENSSL_READ = name_set(
     "x509 s_client version verify crl asn1parse ciphers dgst list errstr pkcs7 rand req"
+)
+
+
+# Options of openssl's reading subcommands that write a file (-out, the session, the key
+# log, the random seed, a CA serial) or send more than a TLS handshake (-starttls speaks
+# the protocol first, -proxy sends an http CONNECT), or read a config that loads code.
+OPENSSL_WRITES = name_set(
+    "-out -keyout -writerand -CAcreateserial -CAserial -sess_out -keylogfile -msgfile "
+    "-starttls -proxy -config -ssl_config -outdir"
 )
 
 

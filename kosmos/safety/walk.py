@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kosmos.safety.arith import arith_hazard, test_hazard, word_hazard
 from kosmos.safety.builtins import BUILTINS
-from kosmos.safety.catalogue import DOWNLOADERS, FORK_BOMB, HOME, SHELLS, SINKS
+from kosmos.safety.catalogue import DOWNLOADERS, FORK_BOMB, HOME, NET_DEVICES, SHELLS, SINKS
 from kosmos.safety.danger import danger, text_danger
 from kosmos.safety.paths import (
     command_name,
@@ -32,7 +32,7 @@ from kosmos.safety.queries import (
     risky_name,
     runs_its_input,
 )
-from kosmos.safety.rules import read_only_rule
+from kosmos.safety.rules import hidden_option, read_only_rule
 from kosmos.safety.shell import (
     Command,
     Compound,
@@ -55,6 +55,9 @@ __all__ = ["Walk", "rough_danger", "unparseable"]
 _CONDITIONAL = frozenset({"if", "while", "until", "for", "case"})
 # What a run-time argument list may grow to from one brace word before it is not followed.
 BRACE_LIMIT = 64
+# Wrappers and builtins whose handlers read every word themselves: the rest take options
+# getopt's way, and an option word the shell builds at run time makes them a write.
+_OWN_WORDS = frozenset({"eval", "find", "set", "trap", "let", "test", "[", "getopts"})
 
 
 @dataclass
@@ -227,6 +230,10 @@ class Walk:
         if redirect.body is not None:
             self.word(redirect.body)
         op, target = redirect.op, redirect.target
+        if op not in ("<<", "<<-", "<<<") and normpath(target.text).startswith(NET_DEVICES):
+            # bash opens a TCP or UDP connection for these names, reading or writing
+            self.add(write(f"opens a network connection ({op} {target.raw})"))
+            return
         if op in ("<", "<<", "<<-", "<<<"):
             return
         if op == "<&" or (op == ">&" and (target.text.isdigit() or target.text == "-")):
@@ -272,7 +279,13 @@ class Walk:
             return ro(name), words  # its body was judged where it was defined
         handler = WRAPPERS.get(name) or BUILTINS.get(name) or (shell if name in SHELLS else None)
         if handler is not None:
-            return handler(words, self)
+            finding, core = handler(words, self)
+            if finding.verdict == "read_only" and name not in _OWN_WORDS:
+                table = "sh" if name in SHELLS else name
+                hidden = hidden_option(table, words[1:], stop=True)
+                if hidden is not None:
+                    return write(f"{name}: {hidden.raw} could expand to an option"), core
+            return finding, core
         args = words[1:]
         reason = danger(name, args, self)
         if reason:
