@@ -3,7 +3,7 @@
 `SEEDS` are commands of the classes that slip past a parser that reads option words as
 written: words that expand into options, abbreviated long options, option values the
 tables get wrong, wrappers that rewrite their arguments, embedded languages read in part,
-builtins that run or set, reads that reach the network, and secrets.
+builtins that run or set, reads that reach the network, and reads of secret material.
 
 `mutants` respells each option word of a command the ways a shell or a program still
 accepts: built at run time (`o=i; sed -$o`), quoted (`'-'i`, `"-i"`), abbreviated
@@ -145,6 +145,20 @@ SEEDS = (
     "nslookup -port=6379 x 127.0.0.1",
     "host -p 6379 x 127.0.0.1",
     "dig @127.0.0.1 x",
+    # secrets
+    "cat ~/.ssh/id_rsa",
+    "base64 home/.ssh/id_ed25519",
+    "xxd /etc/ssh/ssh_host_ed25519_key",
+    "cat /etc/shadow",
+    "tac .env",
+    "cat ~/.kube/config",
+    "cat ~/.aws/credentials",
+    "grep -r password ~/.ssh",
+    "tar c ~/.ssh",
+    "find ~/.ssh -name 'id_*' -exec cat {} +",
+    "cat ~/.ssh/*",
+    "ls ~/.ssh",
+    "cat ~/.ssh/id_rsa.pub",
 )
 
 

@@ -30,6 +30,8 @@ READS = {
     "openssl req -in cert.pem -noout -text",
     "openssl x509 -in cert.pem -noout -subject",
     "dig @127.0.0.1 x",
+    "ls ~/.ssh",  # names, not contents
+    "cat ~/.ssh/id_rsa.pub",
 }
 # dash refuses these outright ("Bad substitution"): writes only where bash runs them.
 BASH_ONLY = {"a=(1); x='a[$(./evil.sh)]'; echo ${#a[x]}", "x='a[$(./evil.sh)]'; echo ${#x[x]}"}

@@ -33,6 +33,8 @@ from kosmos.safety.queries import (
     runs_its_input,
 )
 from kosmos.safety.rules import hidden_option, read_only_rule
+from kosmos.safety.secret_files import NAME_READERS
+from kosmos.safety.secret_reads import names_secrets, secret_read, secret_word
 from kosmos.safety.shell import (
     Command,
     Compound,
@@ -114,8 +116,14 @@ class Walk:
         saved = self.conditional
         self.conditional = saved or not alone or pipeline.after in ("&&", "||")
         downloader = ""
+        secrets = False  # an earlier command names where secrets live
         for command in pipeline.commands:
             core = self.command(command, alone)
+            if isinstance(command, Simple) and command.words:
+                fed = command.words[0].text == "xargs" and core and core[0].literal
+                if secrets and fed and command_name(core[0].text) not in NAME_READERS:
+                    self.add(write(f"reads secret material (... | xargs {core[0].text})"))
+                secrets = secrets or names_secrets(command.words[1:], self.cwd)
             if not core or not core[0].literal:
                 continue
             name = command_name(core[0].text)
@@ -234,6 +242,9 @@ class Walk:
             # bash opens a TCP or UDP connection for these names, reading or writing
             self.add(write(f"opens a network connection ({op} {target.raw})"))
             return
+        if op == "<" and secret_word(target, self.cwd):
+            self.add(write(f"reads secret material (< {target.raw})"))
+            return
         if op in ("<", "<<", "<<-", "<<<"):
             return
         if op == "<&" or (op == ">&" and (target.text.isdigit() or target.text == "-")):
@@ -285,12 +296,17 @@ class Walk:
                 hidden = hidden_option(table, words[1:], stop=True)
                 if hidden is not None:
                     return write(f"{name}: {hidden.raw} could expand to an option"), core
-            return finding, core
-        args = words[1:]
-        reason = danger(name, args, self)
-        if reason:
-            return dangerous(reason), words
-        return read_only_rule(name, args), words
+        else:
+            args = words[1:]
+            reason = danger(name, args, self)
+            if reason:
+                return dangerous(reason), words
+            finding, core = read_only_rule(name, args), words
+        if finding.verdict == "read_only" and core and core[0].literal:
+            secret = secret_read(command_name(core[0].text), core[1:], self.cwd)
+            if secret:
+                return write(secret), core
+        return finding, core
 
     def nested(self, text: str, label: str, dialect: Dialect | None) -> Assessment:
         """Assess a script that a command runs from a string (`sh -c`, `eval`, `ssh host ...`)."""
