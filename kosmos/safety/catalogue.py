@@ -248,6 +248,37 @@ KUBECTL_READ = name_set("get describe logs top version explain api-resources api
 KUBECTL_CONFIG_READ = name_set("view get-contexts current-context get-clusters get-users")
 
 
+BUSCTL_READ = name_set("list status tree introspect get-property help")
+
+
+NETWORKCTL_READ = name_set("list status lldp label cat")
+
+
+# nmcli's objects, each with its commands, in the order nmcli matches abbreviations; the
+# first is what a bare object does. "!" marks a change, "?" a read only without a value.
+NMCLI_OBJECTS = (
+    ("general", "status hostname? permissions logging? reload!"),
+    ("monitor", "monitor!"),
+    ("networking", "status on! off! connectivity"),
+    ("radio", "all? wifi? wwan?"),
+    (
+        "connection",
+        "show up! down! add! modify! clone! edit! delete! monitor! reload! load! import! export!",
+    ),
+    (
+        "device",
+        "status show set! connect! reapply! modify! disconnect! delete! monitor! wifi "
+        "lldp up! down!",
+    ),
+    ("agent", "secret! polkit! all!"),
+)
+
+
+CRICTL_READ = name_set(
+    "ps images img pods inspect inspecti inspectp logs stats statsp info version imagefsinfo"
+)
+
+
 # `kubectl get secret x -o yaml` prints what the secret holds.
 KUBECTL_SECRETS = name_set("secret secrets")
 

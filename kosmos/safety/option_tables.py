@@ -100,7 +100,7 @@ OPTION_VALUES: dict[str, OptionTable] = {
         ),
     ),
     "networkctl": ("n", split_words("json lines")),
-    "nmcli": ("acefgmtw", split_words("colors escape fields get-values mode wait terse")),
+    "nmcli": ("cefgmw", split_words("colors escape fields get-values mode wait")),
     "crictl": ("cirt", split_words("config image-endpoint runtime-endpoint timeout")),
     # network
     "wget": (

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kosmos.safety.catalogue import (
+    BUSCTL_READ,
+    CRICTL_READ,
     DOCKER_GROUPS,
     DOCKER_READ,
     KUBECTL_CONFIG_READ,
     KUBECTL_READ,
     KUBECTL_SECRETS,
+    NETWORKCTL_READ,
+    NMCLI_OBJECTS,
     SYSTEMCTL_READ,
 )
 from kosmos.safety.options import Opts, opts, split_words, texts_of
@@ -217,6 +221,60 @@ def _r_loginctl(args: list[Word]) -> str | None:
     return f"not on the read-only list: loginctl {ops[0]}"
 
 
+def _r_busctl(args: list[Word]) -> str | None:
+    o = opts("busctl", args)
+    if _remote("busctl", o) or o.has("--address"):
+        return "busctl -H/-M/--address talks to another machine or bus"
+    ops = texts_of(o.operands)
+    if not ops or ops[0] in BUSCTL_READ:
+        return None
+    return f"not on the read-only list: busctl {ops[0]}"
+
+
+def _r_networkctl(args: list[Word]) -> str | None:
+    ops = texts_of(opts("networkctl", args).operands)
+    if not ops or ops[0] in NETWORKCTL_READ:
+        return None
+    return f"not on the read-only list: networkctl {ops[0]}"
+
+
+def _prefixed(word: str, names: tuple[str, ...]) -> str | None:
+    """nmcli's way with abbreviations: the first name, in its order, that `word` begins."""
+    return next((n for n in names if word and n.startswith(word)), None)
+
+
+def _r_nmcli(args: list[Word]) -> str | None:
+    o = opts("nmcli", args, stop=True)
+    if o.has("-s", "--show-secrets", "-a", "--ask"):
+        return "nmcli -s shows the network secrets, -a asks for them"
+    ops = texts_of(o.operands)
+    if not ops:
+        return None  # the overview: nmcli general status and device status
+    objects = tuple(name for name, _ in NMCLI_OBJECTS)
+    obj = _prefixed(ops[0], objects)
+    commands = dict(NMCLI_OBJECTS).get(obj or "")
+    if commands is None:
+        return f"not on the read-only list: nmcli {ops[0]}"
+    names = tuple(c.rstrip("!?") for c in commands.split())
+    command = _prefixed(ops[1], names) if len(ops) > 1 else names[0]
+    spelled = next((c for c in commands.split() if c.rstrip("!?") == command), None)
+    if spelled is None or spelled.endswith("!"):
+        return f"nmcli {' '.join(ops[:2])} changes the network"
+    if spelled.endswith("?") and len(ops) > 2:  # `radio wifi off`, `general hostname NAME`
+        return f"nmcli {' '.join(ops[:3])} changes the network"
+    if obj == "device" and command == "wifi" and ops[2:3] and ops[2] != "list":
+        return f"nmcli device wifi {ops[2]} is not a read"
+    return None
+
+
+def _r_crictl(args: list[Word]) -> str | None:
+    o = opts("crictl", args, stop=True)
+    ops = texts_of(o.operands)
+    if not ops or ops[0] in CRICTL_READ:
+        return None
+    return f"not on the read-only list: crictl {ops[0]}"
+
+
 RULES: dict[str, Rule] = {
     "systemctl": _r_systemctl,
     "journalctl": _r_journalctl,
@@ -235,4 +293,8 @@ RULES: dict[str, Rule] = {
     "dmesg": _r_dmesg,
     "crontab": _r_crontab,
     "loginctl": _r_loginctl,
+    "busctl": _r_busctl,
+    "networkctl": _r_networkctl,
+    "nmcli": _r_nmcli,
+    "crictl": _r_crictl,
 }
