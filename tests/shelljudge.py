@@ -316,10 +316,11 @@ class ShellJudge:
                 self._free.append(slot)
         return outcome
 
-    def output(self, argv: list[str], timeout: float = 2.0) -> str:
-        """What `argv` (no shell) prints to stdout and stderr, run as the user in a scratch
-        directory inside the namespace; for asking a program how it reads its options."""
-        probe = self.root / "probe"
+    def output(self, argv: list[str], timeout: float = 2.0, place: str = "probe") -> str:
+        """What `argv` (no shell) prints to stdout and stderr, run as the user inside the
+        namespace in `place`, a scratch copy of the canary git repository; for asking a
+        program how it reads its options."""
+        probe = self.root / place
         if not probe.exists():
             shutil.copytree(self.template / "work" / "repo", probe, symlinks=True)
             for dirpath, dirnames, filenames in os.walk(probe):

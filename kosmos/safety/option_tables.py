@@ -79,7 +79,7 @@ OPTION_VALUES: dict[str, OptionTable] = {
         ),
     ),
     "journalctl": (
-        "DFMSUcgimoptu",
+        "DFMSUcgoptu",
         split_words(
             "after-cursor cursor cursor-file directory facility field file grep identifier "
             "image interval machine namespace output output-fields priority root since unit "
@@ -117,7 +117,7 @@ OPTION_VALUES: dict[str, OptionTable] = {
             "proxy-user quota read-timeout referer regex-type reject reject-regex "
             "rejected-log remote-encoding retry-on-http-error save-cookies secure-protocol "
             "start-pos timeout tries use-askpass user user-agent wait waitretry warc-dedup "
-            "warc-file warc-header warc-max-size warc-tempdir report-speed"
+            "warc-file warc-header warc-max-size warc-tempdir"
         ),
     ),
     "curl": (
@@ -176,7 +176,13 @@ OPTION_VALUES: dict[str, OptionTable] = {
     ),
     "apt": ("cot", ("option", "config-file", "target-release")),
     "apt-cache": ("co", ("option", "config-file")),
-    "pip": ("", split_words("python log cache-dir proxy retries timeout exists-action cert")),
+    "pip": (
+        "",
+        split_words(
+            "python log cache-dir proxy retries timeout exists-action cert client-cert "
+            "trusted-host use-deprecated use-feature"
+        ),
+    ),
     "yum": (
         "cdeRx",
         split_words("config installroot enablerepo disablerepo releasever setopt repo"),
@@ -224,7 +230,7 @@ OPTION_VALUES: dict[str, OptionTable] = {
     # shells: -o and -O name an option; -c takes the script as the first operand instead
     "sh": ("oO", split_words("rcfile init-file")),
     # git: its own options, then each reading subcommand's (git's parse-options)
-    "git": ("Cc", split_words("git-dir work-tree namespace exec-path config-env super-prefix")),
+    "git": ("Cc", split_words("git-dir work-tree namespace config-env super-prefix")),
     "git config": ("ft", split_words("blob default file type comment")),
     "git grep": (
         "ABCefm",
