@@ -17,6 +17,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from functools import cache
 
 from kosmos.safety.secret_files import (
     ALWAYS_RECURSIVE,
@@ -84,10 +85,14 @@ def _is_secret(parts: list[str]) -> bool:
     return not any(fnmatchcase(parts[-1], p) for p in NOT_SECRET_NAMES)
 
 
+@cache
+def _split(paths: tuple[str, ...]) -> tuple[list[str], ...]:
+    return tuple(_parts(p) for p in paths)
+
+
 def _on_secret_path(parts: list[str]) -> bool:
     absolute = parts[:1] in (["/"], ["~"])
-    for pattern in SECRET_PATHS:
-        target = _parts(pattern)
+    for target in _split(SECRET_PATHS):
         if absolute and _matches(parts, target):
             return True
         tail = target[-len(parts) :]
@@ -104,7 +109,7 @@ def _literal(pattern: Sequence[str]) -> bool:
 def _glob_reaches(parts: list[str]) -> bool:
     """Whether a glob would match a secret file (one of the examples)."""
     absolute = parts[:1] in (["/"], ["~"])
-    for example in map(_parts, SECRET_EXAMPLES):
+    for example in _split(SECRET_EXAMPLES):
         if absolute and _matches(example, parts):
             return True
         tail = example[-len(parts) :]
@@ -120,7 +125,7 @@ def _holds(parts: list[str]) -> bool:
     if parts in (["/"], ["/", "home"], ["/", "root"], ["~"]):
         return True
     absolute = parts[:1] in (["/"], ["~"])
-    for example in map(_parts, SECRET_EXAMPLES):
+    for example in _split(SECRET_EXAMPLES):
         if absolute:
             if len(example) > len(parts) and _matches(example[: len(parts)], parts):
                 return True

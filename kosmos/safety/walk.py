@@ -116,14 +116,15 @@ class Walk:
         saved = self.conditional
         self.conditional = saved or not alone or pipeline.after in ("&&", "||")
         downloader = ""
-        secrets = False  # an earlier command names where secrets live
+        earlier: list[Word] = []  # the words of the commands before, for `... | xargs cat`
         for command in pipeline.commands:
             core = self.command(command, alone)
             if isinstance(command, Simple) and command.words:
                 fed = command.words[0].text == "xargs" and core and core[0].literal
-                if secrets and fed and command_name(core[0].text) not in NAME_READERS:
+                reader = fed and command_name(core[0].text) not in NAME_READERS
+                if reader and names_secrets(earlier, self.cwd):
                     self.add(write(f"reads secret material (... | xargs {core[0].text})"))
-                secrets = secrets or names_secrets(command.words[1:], self.cwd)
+                earlier.extend(command.words[1:])
             if not core or not core[0].literal:
                 continue
             name = command_name(core[0].text)
