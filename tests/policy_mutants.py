@@ -9,7 +9,9 @@ builtins that run or set, reads that reach the network, and reads of secret mate
 accepts: built at run time (`o=i; sed -$o`), quoted (`'-'i`, `"-i"`), abbreviated
 (`--in-pl`), split (`-ab` as `-a -b`), joined (`-a -b` as `-ab`) and moved after the next
 word. A respelled command means the same or fails; a parser must not rate it read-only
-where the real shell then writes or reaches a service.
+where the real shell then writes or reaches a service. A quoted respelling whose words
+come out of quote removal as the original's runs the same program with the same argv: it
+must get the original's verdict, and needs no second run (`quoted`).
 """
 
 from __future__ import annotations
@@ -119,6 +121,8 @@ SEEDS = (
     "curl -s --unix-socket /run/x.sock http://x/",
     "curl -s --abstract-unix-socket x http://x/",
     "curl -s -K- http://127.0.0.1:9 <<< 'url = \"gopher://127.0.0.1:6379/_x\"'",
+    "all_proxy=socks5://127.0.0.1:6379 curl -s http://example.com",
+    "export all_proxy=socks5h://127.0.0.1:6379; curl -s http://example.com",
     "curl -s http://127.0.0.1:6379/",
     "curl -s 127.0.0.1:6379",
     "curl -sk https://127.0.0.1:6379/",
@@ -199,20 +203,32 @@ def _joined(command: str) -> str | None:
     return _respelled(command, m.start(), m.end(), f"-{m.group(1)}{m.group(2)}") if m else None
 
 
-KINDS = ("variable", "single", "double", "abbreviated", "split", "moved")
+KINDS = ("variable", "abbreviated", "split", "moved")
+QUOTES = ("single", "double")
 
 
-def mutants(commands: Iterable[str]) -> Iterator[str]:
-    """Every command's option words respelled, one word and one way at a time."""
+def _respellings(commands: Iterable[str], kinds: tuple[str, ...]) -> Iterator[tuple[str, str]]:
     for command in commands:
         if len(command) > 300:
             continue
-        found = list(_OPTION.finditer(command))[:4]
-        for m in found:
-            for kind in KINDS:
+        for m in list(_OPTION.finditer(command))[:4]:
+            for kind in kinds:
                 out = _one(command, m, kind)
                 if out and out != command:
-                    yield out
-        joined = _joined(command)
+                    yield out, command
+
+
+def mutants(commands: Iterable[str]) -> Iterator[str]:
+    """Every command's option words respelled so that the words the program gets change:
+    built at run time, abbreviated, split, joined, moved; one word and one way at a time."""
+    commands = list(commands)
+    yield from (out for out, _ in _respellings(commands, KINDS))
+    for command in commands:
+        joined = _joined(command) if len(command) <= 300 else None
         if joined:
             yield joined
+
+
+def quoted(commands: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """Every option word quoted (`'-'n`, `"-n"`), with the command it respells."""
+    yield from _respellings(commands, QUOTES)

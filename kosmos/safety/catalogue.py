@@ -79,6 +79,9 @@ HARMLESS_VARS = name_set(
     "DU_BLOCK_SIZE LS_BLOCK_SIZE SYSTEMD_COLORS REPLY OPTIND OPTARG"
 )
 HARMLESS_PREFIXES = ("LC_",)
+# Lower-case names that programs do read: curl and wget take their proxy from these, and a
+# SOCKS proxy sends what a local service may act on.
+RISKY_LOWER = name_set("http_proxy https_proxy ftp_proxy all_proxy socks_proxy rsync_proxy")
 
 
 # `set` flags and `-o` options that only make the shell stricter or louder.
