@@ -20,7 +20,8 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.policy_mutants import SEEDS, mutants
+from kosmos.safety.shell import Compound, Function, Script, ShellSyntaxError, Simple, parse
+from tests.policy_mutants import SEEDS, mutants, quoted
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -664,9 +665,41 @@ def table_commands() -> Iterator[str]:
 
 
 def corpus() -> list[str]:
-    """Every command, once, in a stable order: the base, then every option respelled."""
+    """Every command for the real shells, once, in a stable order: the base, then every
+    option respelled (quoted ones only where quote removal does not give the original's
+    words back: those are `same_words`)."""
     base = base_corpus()
-    return list(dict.fromkeys([*base, *mutants(base)]))
+    changed = [v for v, original in quoted(base) if _words(v) != _words(original)]
+    return list(dict.fromkeys([*base, *mutants(base), *changed]))
+
+
+def same_words() -> list[tuple[str, str]]:
+    """Quoted respellings whose words, after quote removal, are the original's."""
+    pairs = [(v, o) for v, o in quoted(base_corpus()) if _words(v) == _words(o) is not None]
+    return list(dict.fromkeys(pairs))
+
+
+def _words(command: str) -> object:
+    """The words a command line comes to after quote removal, in its tree; None when it
+    does not parse."""
+    try:
+        return _tree(parse(command, "bash"))
+    except ShellSyntaxError:
+        return None
+
+
+def _tree(node: object) -> object:
+    if isinstance(node, Script):
+        return tuple(tuple(map(_tree, p.commands)) for p in node.pipelines)
+    if isinstance(node, Simple):
+        words = tuple((w.text, w.glob, w.brace, w.tilde) for w in (*node.assigns, *node.words))
+        return ("simple", words, tuple((r.op, r.target.text) for r in node.redirects))
+    if isinstance(node, Compound):
+        words = tuple(w.text for w in node.words)
+        return (node.kind, words, tuple(map(_tree, node.bodies)))
+    if isinstance(node, Function):
+        return ("function", node.name, _tree(node.body))
+    return node
 
 
 def base_corpus() -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from kosmos.safety import assess, read_only_programs
-from tests.policy_corpus import KNOWN, SH_ONLY, corpus, sample
+from tests.policy_corpus import KNOWN, SH_ONLY, corpus, same_words, sample
 from tests.shelljudge import Outcome, ShellJudge
 
 DIALECTS = {"bash": "bash", "dash": "sh"}
@@ -156,12 +156,37 @@ def test_a_sample_of_read_only_verdicts_holds_in_real_shells(judge: ShellJudge) 
     assert judge.leftovers() == []
 
 
+def _differently_judged(pairs: list[tuple[str, str]]) -> list[str]:
+    return [
+        f"{dialect}: {variant!r} {got.verdict}, {original!r} {want.verdict}"
+        for variant, original in pairs
+        for dialect in ("bash", "sh")
+        for got, want in [(assess(variant, dialect), assess(original, dialect))]
+        if got.verdict != want.verdict
+    ]
+
+
+def test_a_sample_of_quoted_options_gets_the_verdict_of_the_words_they_spell() -> None:
+    assert _differently_judged(same_words()[::50]) == []
+
+
+@pytest.mark.corpus
+def test_quoted_options_get_the_verdict_of_the_words_they_spell() -> None:
+    """`'-'n` and `"-n"` are `-n` once quotes are removed: the same program with the same
+    argv, so the same verdict, and no second run in the real shells."""
+    pairs = same_words()
+    assert len(pairs) > 5000
+    different = _differently_judged(pairs)
+    assert different == [], f"{len(different)} differ:\n" + "\n".join(different[:50])
+
+
 @pytest.mark.corpus
 def test_every_read_only_verdict_of_the_corpus_holds_in_real_shells(judge: ShellJudge) -> None:
     commands = corpus()
     counts, failures = judge_all(judge, commands)
     print(
-        f"\ncorpus: {len(commands)} commands; read-only verdicts run: bash {counts['bash']}, "
+        f"\ncorpus: {len(commands)} commands (and {len(same_words())} quoted respellings "
+        f"judged by their words); read-only verdicts run: bash {counts['bash']}, "
         f"dash {counts['dash']}; failed: {len(failures)}",
         file=sys.stderr,
     )
