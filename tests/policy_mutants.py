@@ -63,6 +63,9 @@ SEEDS = (
     "echo -i | xargs sed s/a/b/ F",
     "ls | xargs sed -n 1p",
     "echo x | xargs --process-slot-var=PATH ls",
+    "ss -tln -D G",
+    "rg --hostname-bin ./evil.sh --hyperlink-format default x .",
+    "rpm -q --define '_x %(./evil.sh)' bash",
     # embedded languages read in part
     "sed -n ':a;w G' F",
     "sed -n 'bx;w G' F",

@@ -213,10 +213,12 @@ RULES: dict[str, Rule] = {
     "xxd": _r_xxd,
     "blkid": _r_blkid,
     "file": _r_file,
-    "rg": flag_writes("rg", "rg --pre runs a program", "--pre"),
+    "rg": flag_writes("rg", "rg --pre and --hostname-bin run a program", "--pre", "--hostname-bin"),
     "sar": flag_writes("sar", "sar -o writes a file", "-o"),
     "tree": flag_writes("tree", "tree -o writes a file", "-o"),
-    "ss": flag_writes("ss", "ss -K kills sockets", "-K", "--kill"),
+    "ss": flag_writes(
+        "ss", "ss -K kills sockets, -D dumps to a file", "-K", "--kill", "-D", "--diag"
+    ),
     "lastlog": flag_writes(
         "lastlog", "lastlog -C/-S changes the log", "-C", "-S", "--clear", "--set"
     ),

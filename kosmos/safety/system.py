@@ -132,14 +132,16 @@ def _r_rpm(args: list[Word]) -> str | None:
     texts = texts_of(args)
     writes = split_words(
         "--setperms --setugids --restore --erase --install --upgrade --freshen --import "
-        "--rebuilddb --initdb --addsign --resign --delsign --pipe --eval -e -i -U -F"
+        "--rebuilddb --initdb --addsign --resign --delsign --pipe --eval -e -i -U -F -E -D "
+        "--define --macros --rcfile --load"
     )
     if not texts or not (
         texts[0].startswith(("-q", "--query")) or texts[0] in ("-V", "--verify", "--version")
     ):
         return "rpm without -q changes packages"
-    hit = next((t for t in texts if t in writes), None)
-    return f"rpm {hit} changes packages" if hit else None
+    # --define and --macros can name a macro that runs a command (`%(cmd)`, `%{lua:...}`)
+    hit = next((t for t in texts if t.split("=")[0] in writes), None)
+    return f"rpm {hit} changes packages or runs macros" if hit else None
 
 
 def _r_yum(args: list[Word]) -> str | None:
