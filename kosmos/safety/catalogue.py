@@ -1,9 +1,11 @@
 """The policy's tables, as data: read-only programs and the options that make them write,
 the variables that change what runs, system paths, and the patterns of dangerous text.
 
-The code that applies them lives beside: `walk` (the command tree), `rules`, `network`,
-`system` and `git` (one program's options), `wrappers` (programs that run programs) and
-`danger` (what can wreck a host).
+Two more tables live apart, being long: `option_tables` (which options of each program take
+a value) and `secret_files` (where secret material lives). The code that applies them lives
+beside: `walk` (the command tree), `rules`, `network`, `system` and `git` (one program's
+options), `embedded` (sed and awk programs), `wrappers` (programs that run programs),
+`secret_reads` (what reads secret material) and `danger` (what can wreck a host).
 """
 
 from __future__ import annotations

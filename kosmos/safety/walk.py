@@ -3,7 +3,8 @@
 A `Walk` visits pipelines and lists, subshells, groups, functions, `$(...)`, backticks,
 here-documents and redirections; each argv goes to the handler for its program: a wrapper
 that runs another command (`wrappers`), a check for danger (`danger`), or the read-only
-rules (`rules`). It keeps what the line has established so far (the working directory after
+rules (`rules`); the argv that finally runs is then checked for reads of secret material
+(`secret_reads`). It keeps what the line has established so far (the working directory after
 a literal `cd`, the functions defined) and the worst finding.
 """
 
