@@ -6,7 +6,8 @@ the risky forms: payloads hidden behind quoting, escapes, comments, here-documen
 here-strings and substitutions in read-only carriers and wrappers; builtins that change how
 later commands run, followed by the commands they would hijack; program options that run
 programs or load config; arithmetic and expansions that evaluate a value as code; functions
-that shadow commands; and syntax only bash has.
+that shadow commands; syntax only bash has; and the classes of `tests/policy_mutants.py`.
+Then every one of those again with each option word respelled (`policy_mutants.mutants`).
 
 The canaries these commands aim at (DIR, F, PWNED, evil.sh, evilbin/, repo/) are laid out by
 `tests/shelljudge.py`.
@@ -18,6 +19,9 @@ import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+
+from kosmos.safety.shell import Compound, Function, Script, ShellSyntaxError, Simple, parse
+from tests.policy_mutants import SEEDS, mutants, quoted
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -661,7 +665,45 @@ def table_commands() -> Iterator[str]:
 
 
 def corpus() -> list[str]:
-    """Every command, once, in a stable order."""
+    """Every command for the real shells, once, in a stable order: the base, then every
+    option respelled (quoted ones only where quote removal does not give the original's
+    words back: those are `same_words`)."""
+    base = base_corpus()
+    changed = [v for v, original in quoted(base) if _words(v) != _words(original)]
+    return list(dict.fromkeys([*base, *mutants(base), *changed]))
+
+
+def same_words() -> list[tuple[str, str]]:
+    """Quoted respellings whose words, after quote removal, are the original's."""
+    pairs = [(v, o) for v, o in quoted(base_corpus()) if _words(v) == _words(o) is not None]
+    return list(dict.fromkeys(pairs))
+
+
+def _words(command: str) -> object:
+    """The words a command line comes to after quote removal, in its tree; None when it
+    does not parse."""
+    try:
+        return _tree(parse(command, "bash"))
+    except ShellSyntaxError:
+        return None
+
+
+def _tree(node: object) -> object:
+    if isinstance(node, Script):
+        return tuple(tuple(map(_tree, p.commands)) for p in node.pipelines)
+    if isinstance(node, Simple):
+        words = tuple((w.text, w.glob, w.brace, w.tilde) for w in (*node.assigns, *node.words))
+        return ("simple", words, tuple((r.op, r.target.text) for r in node.redirects))
+    if isinstance(node, Compound):
+        words = tuple(w.text for w in node.words)
+        return (node.kind, words, tuple(map(_tree, node.bodies)))
+    if isinstance(node, Function):
+        return ("function", node.name, _tree(node.body))
+    return node
+
+
+def base_corpus() -> list[str]:
+    """The commands as written, before their options are respelled."""
     sources = (
         table_commands(),
         skill_commands(),
@@ -672,6 +714,7 @@ def corpus() -> list[str]:
         iter(ESCAPES),
         iter(FUNCTIONS),
         iter(BASH_ONLY),
+        iter(SEEDS),
     )
     return list(dict.fromkeys(c for source in sources for c in source))
 
@@ -690,5 +733,7 @@ KNOWN = (
 
 
 def sample(every: int = 25) -> list[str]:
-    """A fast, stable slice of the corpus plus the known bypasses."""
-    return list(dict.fromkeys([*KNOWN, *corpus()[::every]]))
+    """A fast, stable slice of the corpus plus the known bypasses and the seeds."""
+    base = base_corpus()
+    respelled = list(mutants(base))
+    return list(dict.fromkeys([*KNOWN, *SEEDS, *base[::every], *respelled[:: every * 8]]))

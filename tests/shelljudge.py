@@ -1,11 +1,15 @@
 """Real shells as the judge of the approval policy.
 
 `ShellJudge` runs a command under real `bash` or `dash` as a throwaway unprivileged user, in a
-fresh copy of a scratch directory full of canary files, with PATH pointing at a directory of
-logging shims (one per program on this machine, each recording its argv and then exec-ing
-the real program). `Outcome` says which canary paths changed, appeared or vanished and which
-programs ran. A command the policy rates read-only must change nothing and run only programs
-on the policy's read-only list.
+fresh copy of a scratch directory full of canary files, under `strace -f` and inside a network
+namespace where every address is local and answered (`tests/netcatch.py`). `Outcome` says
+which canary paths changed, appeared or vanished, which programs started (every execve, by
+any path), and what reached past the command's own processes (`tests/tracelog.py`): a TCP
+connection that is not an http or https read, a datagram to anything but DNS, a bind or
+listen, a netlink message that is not a query, a unix socket of a local service. A command
+the policy rates read-only must change nothing, start only programs on the policy's
+read-only list that it names, and reach nothing (unix sockets only when the verdict says it
+reads through a local service).
 
 The canaries include an executable `evil.sh` that deletes DIR and creates PWNED, a git
 repository, an archive and files whose names look like options, so that a command which
@@ -22,17 +26,22 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tarfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kosmos.hosts.runner import COMMAND_ENV
+from tests.tracelog import TRACED, read_trace
 
 SHELLS = {"bash": "/bin/bash", "dash": "/bin/dash"}
 PROGRAM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 RUN_TIMEOUT = 5.0
-RS, US = "\x1e", "\x1f"  # record and unit separators in the shim log
+NETCATCH = Path(__file__).with_name("netcatch.py")
+# Caches a reading client keeps in its home, which hold no content of their own: kubectl's
+# discovery and HTTP caches (`kubectl get` fills them from the API server it reads).
+CACHES = ("home/.kube/", "home/.kube/cache/")
 
 EVIL = "#!/bin/sh\n/bin/rm -rf DIR; /usr/bin/touch PWNED\n"
 # Programs that a hijacked PATH (./evilbin) would replace with evil.sh.
@@ -67,11 +76,18 @@ class Outcome:
     command: str
     shell: str
     changed: list[str] = field(default_factory=list)
+    # Every program started but the shell itself: its path, then its argv.
     programs: list[list[str]] = field(default_factory=list)
+    reaches: list[str] = field(default_factory=list)  # traffic a read may not make
+    services: list[str] = field(default_factory=list)  # unix sockets of local services
     timed_out: bool = False
 
     def names(self) -> list[str]:
         return [argv[0].rsplit("/", 1)[-1] for argv in self.programs if argv]
+
+    def strangers(self) -> list[str]:
+        """Programs started from outside the system's program directories."""
+        return [p[0] for p in self.programs if p and p[0].rsplit("/", 1)[0] not in PROGRAM_DIRS]
 
 
 def _snapshot(root: Path) -> dict[str, tuple[object, ...]]:
@@ -122,15 +138,16 @@ def _diff(before: dict[str, tuple[object, ...]], after: dict[str, tuple[object, 
 @dataclass
 class _Slot:
     path: Path
-    log: Path
+    trace: Path  # root's: the command cannot touch it
     baseline: dict[str, tuple[object, ...]]
     staged: str
 
 
 class ShellJudge:
-    """A throwaway user, the shims and the canary template; `run` judges one command."""
+    """A throwaway user, the canary template and the network namespace; `run` judges one
+    command."""
 
-    def __init__(self, root: Path, tag: str) -> None:
+    def __init__(self, root: Path, tag: str, ports: tuple[int, ...] = ()) -> None:
         self.root = root
         self.user = f"kp-{os.getpid()}-{tag}"[:32]
         self.runs = root / "runs"
@@ -147,8 +164,6 @@ class ShellJudge:
         )
         entry = pwd.getpwnam(self.user)
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
-        self.shims = root / "shims"
-        self._write_shims()
         self.template = root / "template"
         self._write_template()
         self._count = 0
@@ -156,34 +171,32 @@ class ShellJudge:
         self._lock = threading.Lock()
         # What the uid already owned (left by an earlier user that had it) is not this run's.
         self._owned_before = set(self._owned())
+        self._net = subprocess.Popen(
+            ["unshare", "--net", sys.executable, str(NETCATCH), *map(str, ports)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._net.stdout is not None
+        if self._net.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError("the judge's network namespace did not come up")
 
     def close(self) -> None:
+        for pipe in (self._net.stdin, self._net.stdout):
+            if pipe is not None:
+                pipe.close()  # the listener ends when its input does
+        try:
+            self._net.wait(5)
+        except subprocess.TimeoutExpired:
+            self._net.kill()
+            self._net.wait()
         subprocess.run(["pkill", "-KILL", "-u", self.user], capture_output=True)
         subprocess.run(["userdel", self.user], capture_output=True)
         # The next user may get the same uid: leave nothing it would seem to own.
         shutil.rmtree(self.root, ignore_errors=True)
 
     # -- set-up -----------------------------------------------------------------------------
-
-    def _write_shims(self) -> None:
-        self.shims.mkdir()
-        done: set[str] = set()
-        for directory in PROGRAM_DIRS:
-            with contextlib.suppress(FileNotFoundError):
-                for entry in os.scandir(directory):
-                    if entry.name in done or "'" in entry.name:
-                        continue
-                    if not (entry.is_file() and os.access(entry.path, os.X_OK)):
-                        continue
-                    done.add(entry.name)
-                    shim = self.shims / entry.name
-                    shim.write_text(
-                        "#!/bin/sh\n"
-                        f"printf '%s{US}' '{entry.name}' \"$@\" >>\"$KOSMOS_SHIM_LOG\"\n"
-                        f"printf '{RS}' >>\"$KOSMOS_SHIM_LOG\"\n"
-                        f"exec '{entry.path}' \"$@\"\n"
-                    )
-                    shim.chmod(0o755)
 
     def _write_template(self) -> None:
         work = self.template / "work"
@@ -238,10 +251,8 @@ class ShellJudge:
             self._count += 1
             path = self.runs / str(self._count)
         self._copy(path)
-        log = self.runs / f"{path.name}.log"
-        log.touch(mode=0o600)
-        os.chown(log, self.uid, self.gid)
-        return _Slot(path, log, _snapshot(path), _staged(path / "work/repo/.git"))
+        trace = self.runs / f"{path.name}.trace"
+        return _Slot(path, trace, _snapshot(path), _staged(path / "work/repo/.git"))
 
     def _changes(self, slot: _Slot) -> list[str]:
         after = _snapshot(slot.path)
@@ -249,7 +260,12 @@ class ShellJudge:
         refreshed = index in after and after[index] != slot.baseline.get(index)
         if refreshed and _staged(slot.path / "work/repo/.git") == slot.staged:
             slot.baseline[index] = after[index]
-        return _diff(slot.baseline, after)
+        return [
+            change
+            for change in _diff(slot.baseline, after)
+            if not change.split(" ", 1)[1].startswith(CACHES[1])
+            and change.split(" ", 1)[1] != CACHES[0]
+        ]
 
     # -- one command --------------------------------------------------------------------------
 
@@ -259,22 +275,22 @@ class ShellJudge:
         scratch = slot.path
         env = {
             **COMMAND_ENV,
-            "PATH": str(self.shims),
+            "PATH": ":".join(PROGRAM_DIRS),
             "HOME": str(scratch / "home"),
             "TMPDIR": str(scratch / "tmp"),
             "USER": self.user,
             "LOGNAME": self.user,
             "LANG": "C.UTF-8",
-            "KOSMOS_SHIM_LOG": str(slot.log),
         }
         outcome = Outcome(command, shell)
+        # strace starts the shell as the user: the trace file stays root's.
         proc = subprocess.Popen(
-            [SHELLS[shell], "-c", command],
+            ["nsenter", f"--net=/proc/{self._net.pid}/ns/net"]
+            + ["strace", "-f", "-qq", "-yy", "-s", "128", "--seccomp-bpf", "-e", "signal=none"]
+            + ["-e", f"trace={TRACED}", "-o", str(slot.trace), "-u", self.user]
+            + [SHELLS[shell], "-c", command],
             cwd=scratch / "work",
             env=env,
-            user=self.uid,
-            group=self.gid,
-            extra_groups=[],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -289,16 +305,43 @@ class ShellJudge:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         outcome.changed = self._changes(slot)
-        records = slot.log.read_text(errors="replace").split(RS)
-        outcome.programs = [r.split(US)[:-1] for r in records if r]
-        slot.log.write_text("")
+        trace = read_trace(slot.trace.read_text(errors="replace"))
+        outcome.programs = trace.execs[1:]  # the first is the shell itself
+        outcome.reaches, outcome.services = trace.reaches, trace.services
+        slot.trace.unlink()
         if outcome.changed:
             shutil.rmtree(scratch, ignore_errors=True)
-            slot.log.unlink()
         else:
             with self._lock:
                 self._free.append(slot)
         return outcome
+
+    def output(self, argv: list[str], timeout: float = 2.0, place: str = "probe") -> str:
+        """What `argv` (no shell) prints to stdout and stderr, run as the user inside the
+        namespace in `place`, a scratch copy of the canary git repository; for asking a
+        program how it reads its options."""
+        probe = self.root / place
+        if not probe.exists():
+            shutil.copytree(self.template / "work" / "repo", probe, symlinks=True)
+            for dirpath, dirnames, filenames in os.walk(probe):
+                for name in [*dirnames, *filenames, "."]:
+                    os.chown(Path(dirpath, name), self.uid, self.gid, follow_symlinks=False)
+        env = {"PATH": ":".join(PROGRAM_DIRS), "HOME": str(probe), "LANG": "C"}
+        ids = [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        try:
+            done = subprocess.run(
+                ["nsenter", f"--net=/proc/{self._net.pid}/ns/net", "setpriv", *ids, *argv],
+                cwd=probe,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                start_new_session=True,
+            )
+            text = done.stdout + done.stderr
+        except subprocess.TimeoutExpired as e:
+            text = (e.stdout or b"") + (e.stderr or b"")
+        return text.decode(errors="replace")
 
     def leftovers(self) -> list[str]:
         """Files the user came to own outside its scratch directories (there should be none)."""

@@ -454,8 +454,9 @@ def test_unparseable_text_is_still_searched_for_dangers() -> None:
 
 
 def test_sudo_is_never_read_only() -> None:
+    assert assess("sudo cat /etc/hostname", "bash").verdict == "write"
+    assert "sudo" in assess("sudo cat /etc/hostname", "bash").reason
     assert assess("sudo cat /etc/shadow", "bash").verdict == "write"
-    assert "sudo" in assess("sudo cat /etc/shadow", "bash").reason
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ _KNOWN_NUMBERS = re.compile(r"\$[#?$!]|\$\{#[A-Za-z_][A-Za-z0-9_]*\}")
 _INERT = re.compile(r"[\s0-9+\-*/%<>=!&|^~?:,()]*")
 _SUBSTITUTION = re.compile(r"\$\((?!\()|`")
 _PARAM = re.compile(
-    r"(?P<bang>!?)(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])"
+    r"(?P<bang>!?)(?P<length>#?)(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])"
     r"(?P<subscript>\[[^\]]*\])?(?P<rest>.*)",
     re.S,
 )

@@ -8,8 +8,11 @@ the commands that wrappers start (sudo, env, nice, ionice, timeout, nohup, time,
 exec, stdbuf, xargs, find -exec).
 
 * read_only: every command is on the read-only list with only read-only options, no
-  redirection writes anywhere but /dev/null or another descriptor, and no assignment sets
-  a variable that changes what runs (PATH, LD_PRELOAD, a pager...).
+  redirection writes anywhere but /dev/null or another descriptor, no assignment sets a
+  variable that changes what runs (PATH, LD_PRELOAD, a pager...), nothing reaches the
+  network but an http or https read and a DNS question, and nothing reads secret material.
+  A read through a local service's unix or netlink socket (`systemctl status`, `ss`,
+  `docker ps`) says so in `Assessment.service`.
 * dangerous: one step can wreck the host or its data (wipe, reformat, reboot, firewall
   lockout, dropped database...): the operator types the host's name, headless refuses.
 * write: everything else, including text that cannot be parsed. sudo is never read-only.
@@ -36,9 +39,33 @@ Judgement calls:
 * A recursive shell function is treated as a fork bomb.
 * A downloader piped into an interpreter is dangerous only when the interpreter runs what
   it reads: `curl ... | python3 -m json.tool` is only a write (python3 is not read-only).
-* For commands whose options can write (sed, sort, git, find...), an argument the shell
-  expands at run time into something that may start with `-` (`$OPTS`, an unquoted `*`)
-  makes the command a write: it could become `-i` or `-delete`. `$HOME` is exempt.
+* For commands whose options can write (sed, sort, git, find...), and for every wrapper
+  and builtin that takes options, an option word the shell builds at run time (`-$x`,
+  `--$x=F`, `-n$x` unless n takes a value, `"$OPTS"`, an unquoted `*` or `-[i]` that may
+  match a file named `-i`) makes the command a write. `$HOME` is exempt; so are programs
+  none of whose options write (`ls -$x`). Quotes are removed first: `'-'i` is `-i`.
+* Options are read as each program reads them: long options match by prefix as getopt_long
+  and git's parse-options match them (`--in-pl`, `git config --remove-sec`); which options
+  take a value is a table per program (`option_tables`), held to the installed programs by
+  a test. git's own options, openssl's and dpkg's are matched whole, as those programs do.
+* `xargs -I R` puts its input wherever R stands, the program's name included; what xargs
+  appends may itself be an option, so `ls | xargs sed -n 1p` is a write.
+* sed scripts and awk programs are read whole (`embedded`); one that cannot be read to its
+  end is a write. `print > "/dev/stderr"` in awk is a read.
+* Only http and https URLs are reads (curl, wget, also a URL without a scheme that curl
+  would take for ftp, dict...); SOCKS proxies, `--unix-socket`, `wget -i`, `/dev/tcp` and
+  `/dev/udp` redirections (even `<`), `openssl s_client -starttls/-proxy` and DNS queries
+  to a port other than 53 are writes. An http GET may still reach a local service: it is a
+  read by this rule. A `<` from a path built at run time is not followed (it sends nothing).
+* `jobs -x`, `wait -p` into a risky name, `unset` of a name that changes what runs (PATH,
+  IFS...), a `test` operator built at run time and `${#a[sub]}` are writes. `unset -f f`
+  is not: the walk forgets the function, and a later `f` is judged as the program.
+* Secret material (`secret_files`: private keys, /etc/shadow, .env, kubeconfig, cloud and
+  docker credentials, .pgpass, .netrc, TLS keys) is read only with a yes: a content reader
+  naming it, a glob that would match it (`cat ~/.ssh/*`), or a recursive reader of a
+  directory holding it (`grep -r x /etc`, `find ~/.ssh -exec cat`). Names and metadata are
+  not the secret: `ls ~/.ssh`, `stat`, `wc`, checksums, `grep -l`, public keys (`.pub`).
+  `.` is not taken for the home directory: `grep -rn TODO .` stays a read.
 """
 
 from __future__ import annotations

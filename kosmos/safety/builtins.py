@@ -167,6 +167,11 @@ def _unset(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     for word in o.operands:
         if not (word.literal and _NAME.fullmatch(word.text)):
             return write(f"unset {word.raw}: bash evaluates the subscript"), words
+        # With PATH unset, bash runs a command found in the working directory; IFS, a
+        # pager or a GIT_ variable unset changes what later commands do just as setting it.
+        why = None if o.has("-f") else risky_name(word.text)
+        if why:
+            return write(f"unset {why.removeprefix('sets ')}"), words
         if word.text in ctx.functions:
             # `unset -f f` removes the function; a plain `unset f` may: the next `f` may be
             # the program of that name.
@@ -177,9 +182,25 @@ def _unset(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     return ro("unset"), words
 
 
+def _jobs(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
+    if Opts(words[1:]).has("-x"):
+        return write("jobs -x runs a command"), words
+    return ro("jobs"), words
+
+
+def _wait(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
+    o = Opts(words[1:], "p")
+    return _sets("wait -p", o.values("-p")) or ro("wait"), words
+
+
 def _test(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     """test and [: bash's `-v NAME` evaluates a subscript in NAME."""
     name = words[0].text
+    args = words[1:-1] if name == "[" and words[-1].text == "]" else words[1:]
+    if ctx.dialect == "bash" and any(not w.literal and w.text.startswith("-") for w in args):
+        return write(f"{name}: an operator built at run time may be -v, which evaluates"), words
+    if ctx.dialect == "bash" and len(args) == 2 and not args[0].literal:
+        return write(f"{name}: a unary operator known only at run time may be -v"), words
     for i, word in enumerate(words[1:-1], 1):
         target = words[i + 1]
         if word.text == "-v" and not (target.literal and _NAME.fullmatch(target.text)):
@@ -205,6 +226,8 @@ BUILTINS: dict[str, Handler] = {
     "enable": _listing_only("enable", "aps"),
     "let": _let,
     "unset": _unset,
+    "jobs": _jobs,
+    "wait": _wait,
     "test": _test,
     "[": _test,
 }

@@ -1,9 +1,11 @@
 """The policy's tables, as data: read-only programs and the options that make them write,
 the variables that change what runs, system paths, and the patterns of dangerous text.
 
-The code that applies them lives beside: `walk` (the command tree), `rules`, `network`,
-`system` and `git` (one program's options), `wrappers` (programs that run programs) and
-`danger` (what can wreck a host).
+Two more tables live apart, being long: `option_tables` (which options of each program take
+a value) and `secret_files` (where secret material lives). The code that applies them lives
+beside: `walk` (the command tree), `rules`, `network`, `system` and `git` (one program's
+options), `embedded` (sed and awk programs), `wrappers` (programs that run programs),
+`secret_reads` (what reads secret material) and `danger` (what can wreck a host).
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ BLOCK_PREFIXES = tuple(
 SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
 
 
+# bash's network redirections: `exec 3</dev/tcp/HOST/PORT` connects.
+NET_DEVICES = ("/dev/tcp/", "/dev/udp/")
+
+
 BIN_DIRS = frozenset(
     {"/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
 )
@@ -75,6 +81,9 @@ HARMLESS_VARS = name_set(
     "DU_BLOCK_SIZE LS_BLOCK_SIZE SYSTEMD_COLORS REPLY OPTIND OPTARG"
 )
 HARMLESS_PREFIXES = ("LC_",)
+# Lower-case names that programs do read: curl and wget take their proxy from these, and a
+# SOCKS proxy sends what a local service may act on.
+RISKY_LOWER = name_set("http_proxy https_proxy ftp_proxy all_proxy socks_proxy rsync_proxy")
 
 
 # `set` flags and `-o` options that only make the shell stricter or louder.
@@ -90,13 +99,25 @@ HARMLESS_PAGERS = frozenset({"", "cat", "less", "more", "less -R", "less -FRX"})
 ALWAYS = name_set(
     """
     ls cat head tail grep egrep fgrep wc cut tr
-    df du free uptime uname whoami id ps pgrep pidof lsof netstat dig nslookup host getent
+    df du free uptime uname whoami id ps pgrep pidof lsof netstat getent
     stat readlink realpath basename dirname locate which whereis type echo true false
     printenv lsblk findmnt lscpu lsmem lspci lsusb lsmod nproc vmstat iostat
     mpstat last w who users groups md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
     b2sum cksum sum cmp diff comm column jq hexdump od strings nl tac rev fold fmt paste join
     seq sleep getfacl namei lsattr base64 expand unexpand dpkg-query tty arch logname expr
-    : cd pwd pushd popd dirs shift exit return break continue wait jobs
+    : cd pwd pushd popd dirs shift exit return break continue
+    """
+)
+
+
+# Programs whose reads go through a local service's unix socket (systemd's D-Bus, docker's
+# socket, NetworkManager, a container runtime) or the kernel's netlink sockets: their
+# read-only verdicts say so (`Assessment.service`), for a kernel lock that closes such
+# sockets to everything else.
+SERVICE_READS = name_set(
+    """
+    systemctl service loginctl hostnamectl timedatectl localectl resolvectl busctl networkctl
+    nmcli docker podman docker-compose crictl ss ip ifconfig iptables ip6tables nft ufw
     """
 )
 
@@ -138,18 +159,6 @@ VERSION_ONLY = {
 # -- options of wrappers and tools ----------------------------------------------------------------
 
 
-SUDO_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "sudo": (
-        "ugCDpRrtTU",
-        ("user", "group", "close-from", "chdir", "chroot", "prompt", "role", "type", "host")
-        + ("command-timeout", "other-user"),
-    ),
-    "doas": ("uC", ()),
-    "pkexec": ("", ("user",)),
-    "runuser": ("ugG", ("user", "group", "supp-group")),
-}
-
-
 FIND_NAMES = name_set(
     "-name -iname -path -ipath -wholename -iwholename -regex -iregex -inum -samefile"
 )
@@ -164,9 +173,6 @@ SYSTEMCTL_DOWN = name_set(
 DOWN_TARGETS = frozenset(
     f"{t}.target" for t in split_words("reboot poweroff halt kexec rescue emergency")
 )
-
-
-SYSTEMCTL_OPTS = ("tpHMnosP", ("type", "property", "host", "machine", "lines", "output", "state"))
 
 
 SYSTEMCTL_READ = name_set(
@@ -187,17 +193,6 @@ IP_OBJECTS = (
     ("rule", "add! delete! list show lst flush! save! restore!"),
     ("maddress", "add! delete! list show lst"),
     ("netns", "list list-id add! attach! set! delete! identify pids! exec! monitor!"),
-)
-
-
-CURL_ARG = "AbcCdDeEFHKmoPQrtTuUwxXyYz"
-
-
-CURL_LONG = split_words(
-    "output upload-file data data-ascii data-binary data-raw data-urlencode form form-string "
-    "request config cookie-jar dump-header trace trace-ascii stderr libcurl json user header "
-    "user-agent referer cookie max-time connect-timeout proxy write-out range retry cacert "
-    "cert key resolve connect-to url quote output-dir etag-save hsts alt-svc engine"
 )
 
 
@@ -255,11 +250,55 @@ DOCKER_GROUPS = {
 KUBECTL_READ = name_set("get describe logs top version explain api-resources api-versions events")
 
 
-KUBECTL_ARG = ("namespace", "context", "kubeconfig", "server", "cluster", "user", "token", "as")
+KUBECTL_CONFIG_READ = name_set("view get-contexts current-context get-clusters get-users")
+
+
+BUSCTL_READ = name_set("list status tree introspect get-property help")
+
+
+NETWORKCTL_READ = name_set("list status lldp label cat")
+
+
+# nmcli's objects, each with its commands, in the order nmcli matches abbreviations; the
+# first is what a bare object does. "!" marks a change, "?" a read only without a value.
+NMCLI_OBJECTS = (
+    ("general", "status hostname? permissions logging? reload!"),
+    ("monitor", "monitor!"),
+    ("networking", "status on! off! connectivity"),
+    ("radio", "all? wifi? wwan?"),
+    (
+        "connection",
+        "show up! down! add! modify! clone! edit! delete! monitor! reload! load! import! export!",
+    ),
+    (
+        "device",
+        "status show set! connect! reapply! modify! disconnect! delete! monitor! wifi "
+        "lldp up! down!",
+    ),
+    ("agent", "secret! polkit! all!"),
+)
+
+
+CRICTL_READ = name_set(
+    "ps images img pods inspect inspecti inspectp logs stats statsp info version imagefsinfo"
+)
+
+
+# `kubectl get secret x -o yaml` prints what the secret holds.
+KUBECTL_SECRETS = name_set("secret secrets")
 
 
 OPENSSL_READ = name_set(
     "x509 s_client version verify crl asn1parse ciphers dgst list errstr pkcs7 rand req"
+)
+
+
+# Options of openssl's reading subcommands that write a file (-out, the session, the key
+# log, the random seed, a CA serial) or send more than a TLS handshake (-starttls speaks
+# the protocol first, -proxy sends an http CONNECT), or read a config that loads code.
+OPENSSL_WRITES = name_set(
+    "-out -keyout -writerand -CAcreateserial -CAserial -sess_out -keylogfile -msgfile "
+    "-starttls -proxy -config -ssl_config -outdir"
 )
 
 

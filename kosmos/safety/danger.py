@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kosmos.safety.catalogue import DOWN_TARGETS, SQL_DROP, SYSTEMCTL_DOWN, SYSTEMCTL_OPTS
-from kosmos.safety.options import Opts, texts_of
+from kosmos.safety.catalogue import DOWN_TARGETS, SQL_DROP, SYSTEMCTL_DOWN
+from kosmos.safety.options import Opts, opts, texts_of
 from kosmos.safety.paths import is_block_device, is_critical_dir, is_critical_file
 from kosmos.safety.queries import is_interpreter, mentions_download
 from kosmos.safety.shell import Word
@@ -102,7 +102,7 @@ def _d_init(name: str, args: list[Word], ctx: Context) -> str | None:
 
 
 def _d_systemctl(name: str, args: list[Word], ctx: Context) -> str | None:
-    o = Opts(args, *SYSTEMCTL_OPTS)
+    o = opts("systemctl", args)
     ops = texts_of(o.operands)
     if ops and ops[0] in SYSTEMCTL_DOWN:
         return f"systemctl {ops[0]} takes the host down or isolates it"

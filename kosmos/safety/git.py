@@ -1,8 +1,13 @@
-"""git: which subcommands and options only read."""
+"""git: which subcommands and options only read.
+
+git's own options (before the subcommand) must be spelled in full; a subcommand's options
+may be abbreviated (`--open-files` is `--open-files-in-pager`), so they are read with
+`Opts` and matched by prefix, as git's parse-options matches them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kosmos.safety.catalogue import (
     GIT_GLOBAL_FLAGS,
@@ -11,6 +16,7 @@ from kosmos.safety.catalogue import (
     GIT_SAFE_CONFIG,
     GIT_WRITING_OPTIONS,
 )
+from kosmos.safety.option_tables import OPTION_VALUES
 from kosmos.safety.options import Opts, split_words, texts_of
 from kosmos.safety.shell import Word
 
@@ -40,11 +46,12 @@ def _r_git(args: list[Word]) -> str | None:
     if i >= len(texts):
         return None
     sub, rest = texts[i], args[i + 1 :]
-    rest_texts = texts_of(rest)
     if sub in GIT_READ:
-        for text in rest_texts:
-            if text.startswith((*GIT_WRITING_OPTIONS, "-O")):
-                return f"git {sub} {text} writes a file or runs a program"
+        o = _opts(sub, rest)
+        pager = ("-O",) if sub == "grep" else ()  # grep -O[PAGER]: --open-files-in-pager
+        hit = next((w for w in (*GIT_WRITING_OPTIONS, *pager) if o.has(w)), None)
+        if hit:
+            return f"git {sub} {hit} writes a file or runs a program"
         return None
     check = _GIT_SUB.get(sub)
     if check is None:
@@ -52,15 +59,26 @@ def _r_git(args: list[Word]) -> str | None:
     return check(rest)
 
 
+def _opts(sub: str, rest: Sequence[Word]) -> Opts:
+    short_arg, long_arg = OPTION_VALUES.get(f"git {sub}", ("", ()))
+    return Opts(rest, short_arg, long_arg)
+
+
+def _only(o: Opts, shorts: str, longs: Sequence[str]) -> str | None:
+    """The first option outside the allowed ones (a long one matched by prefix), or None."""
+    bad = next((f"-{c}" for c, _ in o.short if c not in shorts), None)
+    if bad:
+        return bad
+    return next((f"--{g}" for g in o.longs() if not any(n.startswith(g) for n in longs)), None)
+
+
 def _git_branch(rest: list[Word]) -> str | None:
     allowed = split_words(
         "all remotes verbose list show-current no-color color column no-column contains "
         "no-contains merged no-merged points-at sort format abbrev no-abbrev ignore-case"
     )
-    o = Opts(rest, "", ("contains", "no-contains", "merged", "no-merged", "points-at", "sort"))
-    bad = next((f"-{c}" for c, _ in o.short if c not in "arvl"), None) or next(
-        (f"--{g}" for g in o.longs() if g not in allowed), None
-    )
+    o = _opts("branch", rest)
+    bad = _only(o, "arvl", allowed)
     if bad:
         return f"git branch {bad} changes branches"
     if o.operands and not o.has("-l", "--list"):
@@ -70,20 +88,19 @@ def _git_branch(rest: list[Word]) -> str | None:
 
 def _git_tag(rest: list[Word]) -> str | None:
     allowed = split_words("list contains no-contains points-at merged no-merged sort format column")
-    o = Opts(rest, "", ("contains", "no-contains", "points-at", "merged", "no-merged", "sort"))
-    if any(c not in "lnv0123456789" for c, _ in o.short) or any(
-        g not in allowed for g in o.longs()
-    ):
-        return "git tag changes tags"
-    if o.operands and not o.has("-l", "--list", "-v"):
+    o = _opts("tag", rest)
+    # -v verifies a signature: it runs gpg.
+    if _only(o, "ln0123456789", allowed):
+        return "git tag changes tags or runs gpg"
+    if o.operands and not o.has("-l", "--list"):
         return "git tag NAME creates a tag"
     return None
 
 
 def _git_config(rest: list[Word]) -> str | None:
-    o = Opts(rest, "f", ("file", "blob", "type", "default", "comment"))
-    writes = ("unset", "unset-all", "add", "replace-all", "rename-section", "remove-section")
-    if o.has("-e", "--edit") or any(g in writes for g in o.longs()):
+    o = _opts("config", rest)
+    writes = ("--unset", "--unset-all", "--add", "--replace-all", "--rename-section")
+    if o.has("-e", "--edit", "--remove-section", *writes):
         return "git config changes settings"
     operands = texts_of(o.operands)
     if operands[:1] in (["get"], ["list"]):
@@ -96,16 +113,41 @@ def _git_config(rest: list[Word]) -> str | None:
     return "git config NAME VALUE changes a setting"
 
 
-def _git_first(sub: str, *allowed: str, empty: bool = False) -> Rule:
-    """`git SUB ACTION`: read-only for the listed actions (and no action when `empty`)."""
+def _git_action(sub: str, actions: str, *, empty: bool = False, flags: Sequence[str] = ()) -> Rule:
+    """`git SUB [FLAGS] ACTION ...`: read-only for the listed actions (and none at all
+    when `empty`). Any other option before the action picks another action (`git stash -m
+    x` is `git stash push`), so only `flags` may stand there."""
+    allowed = actions.split()
+    value_options = OPTION_VALUES.get(f"git {sub}", ("", ()))[1]
 
     def check(rest: list[Word]) -> str | None:
-        operands = [w.text for w in rest if not w.text.startswith("-")]
-        if (not operands and empty) or (operands and operands[0] in allowed):
-            return None
-        return f"not on the read-only list: git {sub} {' '.join(operands[:1])}".rstrip()
+        i = 0
+        while i < len(rest) and rest[i].text.startswith("-") and rest[i].text != "-":
+            name = rest[i].text.partition("=")[0]
+            if not any(f.startswith(name) and len(name) > 1 for f in flags):
+                return f"git {sub} {rest[i].text} is not a read"
+            takes = name.startswith("--") and any(v.startswith(name[2:]) for v in value_options)
+            i += 2 if takes and "=" not in rest[i].text else 1
+        if i >= len(rest):
+            return None if empty else f"git {sub} alone is not a read"
+        if rest[i].text not in allowed:
+            return f"not on the read-only list: git {sub} {rest[i].text}"
+        # `stash list` and `stash show` take log and diff options
+        o = Opts(rest[i + 1 :])
+        hit = next((w for w in GIT_WRITING_OPTIONS if o.has(w)), None)
+        return f"git {sub} {rest[i].text} {hit} writes a file or runs a program" if hit else None
 
     return check
+
+
+def _git_remote(rest: list[Word]) -> str | None:
+    reason = _git_action("remote", "show get-url", empty=True, flags=("-v", "--verbose"))(rest)
+    if reason:
+        return reason
+    actions = [w.text for w in rest if not w.text.startswith("-")]
+    if actions[:1] == ["show"] and not any(w.text == "-n" for w in rest):
+        return "git remote show asks the remote over the network (read-only: -n)"
+    return None
 
 
 def _git_reflog(rest: list[Word]) -> str | None:
@@ -118,12 +160,12 @@ _GIT_SUB: dict[str, Rule] = {
     "branch": _git_branch,
     "tag": _git_tag,
     "config": _git_config,
-    "remote": _git_first("remote", "show", "get-url", empty=True),
-    "stash": _git_first("stash", "list", "show"),
+    "remote": _git_remote,
+    "stash": _git_action("stash", "list show"),
     "reflog": _git_reflog,
-    "worktree": _git_first("worktree", "list"),
-    "submodule": _git_first("submodule", "status", "summary"),
-    "notes": _git_first("notes", "list", "show"),
+    "worktree": _git_action("worktree", "list"),
+    "submodule": _git_action("submodule", "status summary", empty=True, flags=("-q", "--quiet")),
+    "notes": _git_action("notes", "list show", empty=True, flags=("--ref",)),
 }
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kosmos.safety.catalogue import CURL_ARG, CURL_LONG, IP_OBJECTS, OPENSSL_READ
-from kosmos.safety.options import Opts, split_words, texts_of
+from kosmos.safety.catalogue import IP_OBJECTS, OPENSSL_READ, OPENSSL_WRITES
+from kosmos.safety.options import Opts, opts, texts_of
 from kosmos.safety.shell import Word
 
 __all__ = ["RULES"]
@@ -15,25 +15,29 @@ Rule = Callable[[list[Word]], str | None]
 
 
 def _r_ip(args: list[Word]) -> str | None:
+    # ip matches its options, objects and actions by prefix (`-bat` is -batch, `a s` is
+    # `address show`), and reads options only before the object.
     texts = texts_of(args)
     i = 0
     while i < len(texts) and texts[i].startswith("-"):
         option = texts[i].lstrip("-")
-        if option in ("b", "batch", "force"):
+        if option and (
+            "batch".startswith(option) or (len(option) > 1 and "force".startswith(option))
+        ):
             return "ip -batch runs commands from a file"
-        i += 2 if option in ("n", "netns", "f", "family", "rc", "rcvbuf", "l", "loops") else 1
+        takes = option and any(v.startswith(option) for v in ("netns", "family", "rcvbuf", "loops"))
+        i += 2 if takes and option not in ("4", "6", "0") else 1
     if i >= len(texts):
         return None
     obj, rest = texts[i], texts[i + 1 :]
     actions = next((a.split() for full, a in IP_OBJECTS if full.startswith(obj)), None)
     if actions is None:
         return f"not on the read-only list: ip {obj}"
-    operands = [t for t in rest if not t.startswith("-")]
-    if not operands:
+    if not rest:
         return None  # `ip addr`, `ip -s link`: show
-    action = operands[0]
+    action = rest[0]
     full = next((a for a in actions if a.rstrip("!").startswith(action)), None)
-    if full is None:
+    if full is None or action.startswith("-"):
         return f"not on the read-only list: ip {obj} {action}"
     return f"ip {obj} {action} changes the network" if full.endswith("!") else None
 
@@ -44,13 +48,13 @@ def _r_ifconfig(args: list[Word]) -> str | None:
 
 
 def _r_ping(args: list[Word]) -> str | None:
-    if Opts(args, "cFiIlmMpQsStTwW").has("-c"):
+    if opts("ping", args).has("-c"):
         return None
     return "ping without -c runs forever"
 
 
 def _r_curl(args: list[Word]) -> str | None:
-    o = Opts(args, CURL_ARG, CURL_LONG)
+    o = opts("curl", args)
     if o.has("--engine"):
         return "curl --engine loads code"
     if any("%output{" in v.text for v in o.values("-w", "--write-out")):
@@ -71,29 +75,51 @@ def _r_curl(args: list[Word]) -> str | None:
     for option in ("-c", "--cookie-jar", "-D", "--dump-header", "--trace", "--trace-ascii"):
         if any(v.text not in ("-", "/dev/null") for v in o.values(option)):
             return f"curl {option} writes a file"
-    if o.has("--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc"):
+    if o.has("--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--ssl-sessions"):
         return "this curl option writes a file"
+    return _curl_reach(o)
+
+
+# curl takes a URL without a scheme whose host starts so for that protocol, else http.
+_GUESSED = ("ftp.", "dict.", "ldap.", "imap.", "smtp.", "pop3.")
+
+
+def _curl_reach(o: Opts) -> str | None:
+    """Only http and https reads: any other protocol, proxy or socket sends what a local
+    service may act on (`gopher://127.0.0.1:6379/_FLUSHALL`)."""
+    if o.has("--unix-socket", "--abstract-unix-socket"):
+        return "curl --unix-socket talks to a local service's socket"
+    if o.has("--socks4", "--socks4a", "--socks5", "--socks5-hostname", "--preproxy"):
+        return "curl through a SOCKS proxy sends more than an http request"
+    if any(g.startswith(("expand", "variable")) for g in o.longs()):
+        return "curl builds its URL at run time (--variable, --expand-url)"
+    for proxy in o.values("-x", "--proxy"):
+        if "://" in proxy.text and not _http(proxy.text) or not proxy.literal:
+            return f"curl -x {proxy.raw}: only an http proxy is a read"
+    default = [v.text.lower() for v in o.values("--proto-default")]
+    for url in [*o.operands, *o.values("--url")]:
+        if not _http(url.text):
+            if "://" in url.text or not url.literal or url.text.lower().startswith(_GUESSED):
+                return f"curl {url.raw}: only http and https URLs are reads"
+            if default and default[-1] not in ("http", "https"):
+                return f"curl --proto-default {default[-1]}: only http and https are reads"
     return None
 
 
+def _http(url: str) -> bool:
+    return url.lower().startswith(("http://", "https://"))
+
+
 def _r_wget(args: list[Word]) -> str | None:
-    o = Opts(
-        args,
-        "oaeiBtOTwQPlARDIXU",
-        split_words(
-            "output-document output-file append-output execute input-file tries timeout wait "
-            "directory-prefix level post-data post-file method body-data body-file header "
-            "use-askpass save-cookies config warc-file hsts-file rejected-log backups"
-        ),
-    )
+    o = opts("wget", args)
     for option in ("--use-askpass", "--config"):
         if o.has(option):
             return f"wget {option} runs a program or wgetrc commands"
     for option in ("--save-cookies", "--warc-file", "--hsts-file", "--rejected-log", "--xattr"):
         if o.has(option):
             return f"wget {option} writes a file"
-    if o.has("-o", "--output-file", "-a", "--append-output"):
-        return "wget -o writes a log file"
+    if o.has("-o", "--output-file", "-a", "--append-output", "-b", "--background"):
+        return "wget -o and -b write a log file"
     if o.has("-e", "--execute"):
         return "wget -e runs wgetrc commands"
     if o.has("-r", "--recursive", "-m", "--mirror", "-p", "--page-requisites"):
@@ -102,6 +128,11 @@ def _r_wget(args: list[Word]) -> str | None:
         return "wget sends data"
     if any(m.text.upper() not in ("GET", "HEAD") for m in o.values("--method")):
         return "wget --method changes a remote resource"
+    if o.has("-i", "--input-file"):
+        return "wget -i reads its URLs from a file: only http and https URLs are reads"
+    for url in o.operands:
+        if not _http(url.text) and ("://" in url.text or not url.literal):
+            return f"wget {url.raw}: only http and https URLs are reads"
     if o.has("--spider"):
         return None
     outputs = o.values("-O", "--output-document")
@@ -150,17 +181,29 @@ def _r_ufw(args: list[Word]) -> str | None:
 
 
 def _r_openssl(args: list[Word]) -> str | None:
+    # openssl's options are single words, matched whole.
     texts = texts_of(args)
     if not texts or texts[0] not in OPENSSL_READ:
         return f"not on the read-only list: openssl {' '.join(texts[:1])}".rstrip()
     if any(t in ("-engine", "-provider", "-provider-path", "-keygen_engine") for t in texts):
         return "openssl -engine/-provider loads code"
-    writes = ("-out", "-keyout", "-writerand", "-CAcreateserial", "-sess_out", "-keylogfile")
-    hit = next((t for t in texts if t in writes), None)
+    hit = next((t for t in texts if t in OPENSSL_WRITES), None)
     if hit:
-        return f"openssl {hit} writes a file"
+        return f"openssl {texts[0]} {hit} writes a file or sends more than a TLS handshake"
     if texts[0] == "req" and any(t in ("-new", "-newkey", "-x509") for t in texts):
         return "openssl req -new writes a key"
+    return None
+
+
+def _r_dns(args: list[Word]) -> str | None:
+    """dig, host, nslookup: DNS questions, but only to port 53 and only over DNS itself."""
+    for word in args:
+        text = word.text
+        port = text in ("-p", "-port") or text.startswith("-port=")
+        if port or (text.startswith("-p") and text[2:].isdigit()):
+            return "a DNS query to another port reaches whatever service listens there"
+        if text.startswith(("+https", "+tls", "+http")):
+            return "dig over https or tls sends more than a DNS question"
     return None
 
 
@@ -175,4 +218,5 @@ RULES: dict[str, Rule] = {
     "nft": _r_nft,
     "ufw": _r_ufw,
     "openssl": _r_openssl,
+    **dict.fromkeys(("dig", "host", "nslookup"), _r_dns),
 }

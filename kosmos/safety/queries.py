@@ -11,6 +11,7 @@ from kosmos.safety.catalogue import (
     HARMLESS_PREFIXES,
     HARMLESS_VARS,
     PYTHON,
+    RISKY_LOWER,
     SCRIPTING,
     SHELLS,
 )
@@ -74,6 +75,8 @@ def risky_name(name: str) -> str | None:
     """Why setting the variable `name` can change what later commands run, or None."""
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         return f"sets {name}, which the shell evaluates"
+    if name in RISKY_LOWER:
+        return f"sets {name}, which sends a program's requests through a proxy"
     if any(c.islower() for c in name) or name in HARMLESS_VARS:
         return None  # programs read upper-case names; lower-case ones are the shell's own
     if name.startswith(HARMLESS_PREFIXES):

@@ -10,14 +10,15 @@ import re
 from collections.abc import Callable, Sequence
 
 from kosmos.safety import git, network, system
-from kosmos.safety.catalogue import ALWAYS, VERSION_ONLY
-from kosmos.safety.options import Opts, split_words
-from kosmos.safety.paths import HOME_VAR
+from kosmos.safety.catalogue import ALWAYS, SERVICE_READS, VERSION_ONLY
+from kosmos.safety.embedded import awk_writes, sed_writes
+from kosmos.safety.option_tables import OPTION_VALUES
+from kosmos.safety.options import Opts, opts, split_words, texts_of
 from kosmos.safety.queries import risky_assignment
 from kosmos.safety.shell import Word
 from kosmos.safety.verdict import Assessment, ro, write
 
-__all__ = ["RULES", "injectable", "read_only_rule"]
+__all__ = ["RULES", "hidden_option", "read_only_rule"]
 
 
 Rule = Callable[[list[Word]], str | None]
@@ -28,136 +29,36 @@ def _r_assign(args: list[Word]) -> str | None:
 
 
 def _r_sed(args: list[Word]) -> str | None:
-    o = Opts(args, "efl", ("expression", "file", "line-length"))
+    o = opts("sed", args)
     if o.has("-i", "-I", "--in-place"):
         return "sed -i edits files in place"
     if o.has("-f", "--file"):
         return "sed -f runs a script file"
     scripts = o.values("-e", "--expression") or o.operands[:1]
-    for script in scripts:
-        if not script.literal:
-            return "the sed script is built at run time"
-        reason = _sed_writes(script.text)
-        if reason:
-            return reason
-    return None
-
-
-def _sed_writes(script: str) -> str | None:
-    """Why a sed script writes or runs something (w, W, e, s///w, s///e), or None."""
-    i, n = 0, len(script)
-
-    def skip_regex(i: int, delim: str) -> int:
-        while i < n and script[i] != delim:
-            i += 2 if script[i] == "\\" else 1
-        return i + 1
-
-    def skip_address(i: int) -> int:
-        if i < n and script[i].isdigit():
-            while i < n and (script[i].isdigit() or script[i] == "~"):
-                i += 1
-        elif i < n and script[i] == "$":
-            i += 1
-        elif i < n and script[i] == "/":
-            i = skip_regex(i + 1, "/")
-        elif i + 1 < n and script[i] == "\\":
-            i = skip_regex(i + 2, script[i + 1])
-        else:
-            return i
-        while i < n and script[i] in "IM":
-            i += 1
-        return i
-
-    while i < n:
-        while i < n and script[i] in " \t\n;":
-            i += 1
-        if i >= n:
-            break
-        i = skip_address(i)
-        if i < n and script[i] == ",":
-            i += 1
-            if i < n and script[i] in "+~":
-                i += 1
-            i = skip_address(i)
-        while i < n and script[i] in " \t!":
-            i += 1
-        if i >= n:
-            return "cannot read the sed script"
-        cmd = script[i]
-        i += 1
-        if cmd in "{}=dDgGhHnNpPxzF":
-            continue
-        if cmd in "qQlL":
-            while i < n and (script[i].isdigit() or script[i] in " \t"):
-                i += 1
-            continue
-        if cmd in "wW":
-            return f"sed {cmd} writes to a file"
-        if cmd == "e":
-            return "sed e runs a command"
-        if cmd in "#:btTvrRaic":
-            # up to the end of the line; a/i/c text may go on after a trailing backslash
-            while i < n and script[i] != "\n" and not (cmd in "btT" and script[i] == ";"):
-                i += 2 if cmd in "aic" and script[i] == "\\" else 1
-            continue
-        if cmd in "sy":
-            if i >= n:
-                return "cannot read the sed script"
-            delim = script[i]
-            i = skip_regex(skip_regex(i + 1, delim), delim)
-            while cmd == "s" and i < n and script[i] not in " \t\n;}":
-                if script[i] == "w":
-                    return "sed s///w writes to a file"
-                if script[i] == "e":
-                    return "sed s///e runs a command"
-                i += 1
-            continue
-        return "cannot read the sed script"
-    return None
-
-
-_AWK_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+    if not all(script.literal for script in scripts):
+        return "the sed script is built at run time"
+    # GNU sed joins its -e scripts with newlines into one.
+    return sed_writes("\n".join(script.text for script in scripts))
 
 
 def _r_awk(args: list[Word]) -> str | None:
-    o = Opts(
-        args,
-        "FvfiEelW",
-        ("field-separator", "assign", "file", "include", "exec", "source", "load"),
-    )
+    o = opts("awk", args)
     if o.has("-i", "--include", "-l", "--load"):
         return "awk -i/-l loads code (-i inplace edits files)"
     if o.has("-f", "--file", "-E", "--exec"):
         return "awk -f runs a program file"
-    if o.has("-o", "-p", "-d", "-D", "--pretty-print", "--profile", "--dump-variables"):
+    if o.has("-o", "-p", "-d", "-D", "--pretty-print", "--profile", "--dump-variables", "--debug"):
         return "this awk option writes a file"
-    if any(re.search(r"@\s*(?:load|include)\b", w.text) for w in o.operands[:1]):
-        return "awk @load/@include loads code"
+    if any(v.text not in ("version", "usage", "help") for v in o.values("-W")):
+        return "awk -W turns on an option that may run a program file or write one"
     programs = o.values("-e", "--source") or o.operands[:1]
-    for program in programs:
-        if not program.literal:
-            return "the awk program is built at run time"
-        code = _AWK_STRING.sub('""', program.text)
-        if re.search(r"\bsystem\s*\(", code):
-            return "awk system() runs a command"
-        if re.search(r"\|&?\s*getline\b|\|&", code):
-            return "awk runs a command (| getline)"
-        for m in re.finditer(r"\bprintf?\b([^;{}\n]*)", code):
-            body = m.group(1)
-            while re.search(r"\([^()]*\)", body):
-                body = re.sub(r"\([^()]*\)", "", body)
-            if ">" in body or "|" in body:
-                return "awk print redirects its output (> or |)"
-    return None
+    if not all(program.literal for program in programs):
+        return "the awk program is built at run time"
+    return awk_writes("\n".join(program.text for program in programs))
 
 
 def _r_sort(args: list[Word]) -> str | None:
-    o = Opts(
-        args,
-        "kotST",
-        ("key", "output", "field-separator", "buffer-size", "temporary-directory")
-        + ("files0-from", "batch-size", "parallel", "compress-program", "random-source"),
-    )
+    o = opts("sort", args)
     if o.has("-o", "--output"):
         return "sort -o writes a file"
     if o.has("--compress-program"):
@@ -166,8 +67,7 @@ def _r_sort(args: list[Word]) -> str | None:
 
 
 def _r_uniq(args: list[Word]) -> str | None:
-    o = Opts(args, "fsw", ("skip-fields", "skip-chars", "check-chars"))
-    return "uniq with a second file writes to it" if len(o.operands) > 1 else None
+    return "uniq with a second file writes to it" if len(opts("uniq", args).operands) > 1 else None
 
 
 def _r_tee(args: list[Word]) -> str | None:
@@ -175,14 +75,14 @@ def _r_tee(args: list[Word]) -> str | None:
 
 
 def _r_hostname(args: list[Word]) -> str | None:
-    o = Opts(args, "F", ("file",))
+    o = opts("hostname", args)
     if o.operands or o.has("-F", "--file", "-b", "--boot"):
         return "hostname with a name sets it"
     return None
 
 
 def _r_date(args: list[Word]) -> str | None:
-    o = Opts(args, "dfr", ("date", "file", "reference"))
+    o = opts("date", args)
     if o.has("-s", "--set"):
         return "date -s sets the clock"
     if any(not w.text.startswith("+") for w in o.operands):
@@ -196,7 +96,7 @@ def _r_top(args: list[Word]) -> str | None:
 
 
 def _r_blkid(args: list[Word]) -> str | None:
-    o = Opts(args, "cgosmnuUlLt", ("cache-file", "output", "match-types", "usages", "match-tag"))
+    o = opts("blkid", args)
     if o.has("-p", "--probe") or any(v.text == "/dev/null" for v in o.values("-c", "--cache-file")):
         return None
     return "blkid updates its cache as root (read-only: lsblk -f, or blkid -p)"
@@ -206,22 +106,33 @@ def _r_decompress(args: list[Word]) -> str | None:
     return None  # zcat, zgrep...: to standard output, like cat and grep
 
 
-def _r_compressor(args: list[Word]) -> str | None:
+_COMPRESSOR_TABLE = {"gunzip": "gzip", "pigz": "gzip", "bunzip2": "bzip2", "unzstd": "zstd"}
+
+
+def _compressor(name: str) -> Rule:
     """gzip, xz, zstd...: only to standard output (-c), or listing and testing."""
-    o = Opts(args, "SoTLbM", ("suffix", "output", "threads", "memlimit", "format"))
-    if o.has("-o", "--output"):
-        return "this compressor option writes a file"
-    if o.has("-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test"):
-        return None
-    return "compressing or uncompressing in place writes files (read-only needs -c)"
+    table = _COMPRESSOR_TABLE.get(name) or ("xz" if "xz" in name or "lzma" in name else name)
+
+    def check(args: list[Word]) -> str | None:
+        o = opts(table, args)
+        if o.has("-o", "--output-dir-flat", "--output-dir-mirror", "--trace"):
+            return "this compressor option writes a file"
+        if o.has("-c", "--stdout", "--to-stdout", "-l", "--list", "-t", "--test"):
+            return None
+        return "compressing or uncompressing in place writes files (read-only needs -c)"
+
+    return check
 
 
-def first_operand(tool: str, short_arg: str, long_arg: Sequence[str], allowed: str) -> Rule:
-    """A tool whose first operand is a subcommand from `allowed` (or none at all)."""
+def first_operand(tool: str, allowed: str) -> Rule:
+    """A tool whose first operand is a subcommand from `allowed` (or none at all); `-o` and
+    `-c` set configuration, which can name the programs it runs."""
     reads = frozenset(allowed.split())
 
     def check(args: list[Word]) -> str | None:
-        o = Opts(args, short_arg, long_arg)
+        o = opts(tool, args)
+        if o.has("-o", "-c", "--option", "--config-file"):
+            return f"{tool} -o/-c changes its configuration, which names programs it runs"
         if not o.operands or o.operands[0].text in reads:
             return None
         return f"not on the read-only list: {tool} {o.operands[0].text}"
@@ -229,18 +140,31 @@ def first_operand(tool: str, short_arg: str, long_arg: Sequence[str], allowed: s
     return check
 
 
-def flag_writes(short_arg: str, long_arg: Sequence[str], reason: str, *flags: str) -> Rule:
+def flag_writes(tool: str, reason: str, *flags: str) -> Rule:
     """A read-only tool with a few options that write: `sar -o`, `tree -o`, `ss -K`..."""
 
     def check(args: list[Word]) -> str | None:
-        return reason if Opts(args, short_arg, long_arg).has(*flags) else None
+        return reason if opts(tool, args).has(*flags) else None
 
     return check
 
 
+_XXD_VALUES = {"c": "cols", "g": "groupsize", "l": "len", "n": "name", "o": "offset", "s": "seek"}
+
+
 def _r_xxd(args: list[Word]) -> str | None:
-    o = Opts(args, "cglnosC", ("cols", "groupsize", "len", "name", "seek"))
-    return "xxd writes to its second file" if len(o.operands) > 1 else None
+    """xxd reads one option a word, by its first letter (`-ps` is -p), takes a value after
+    the letter or its long name, and stops at its first file: a second file is written."""
+    i = 0
+    while i < len(args) and args[i].text.startswith("-") and args[i].text != "-":
+        text = args[i].text
+        i += 1
+        if text == "--":
+            break
+        letter = text[1:2]
+        if letter in _XXD_VALUES and text[2:] in ("", _XXD_VALUES[letter][1:]):
+            i += 1
+    return "xxd writes to its second file" if len(args) - i > 1 else None
 
 
 def operands_rule(limit: int, allowed: str, tool: str) -> Rule:
@@ -248,9 +172,10 @@ def operands_rule(limit: int, allowed: str, tool: str) -> Rule:
     reads = frozenset(allowed.split())
 
     def check(args: list[Word]) -> str | None:
-        if any(w.text in ("-H", "-M") or w.text.startswith(("--host", "--machine")) for w in args):
+        o = opts(tool, args)
+        if o.has("-H", "-M", "--host", "--machine"):
             return f"{tool} -H/-M runs on another machine (over ssh)"
-        ops = [w.text for w in args if not w.text.startswith("-")]
+        ops = texts_of(o.operands)
         if not ops or (ops[0] in reads and len(ops) <= limit):
             return None
         return f"not on the read-only list: {tool} {ops[0]}"
@@ -259,45 +184,43 @@ def operands_rule(limit: int, allowed: str, tool: str) -> Rule:
 
 
 def _r_file(args: list[Word]) -> str | None:
-    return "file -C writes a magic file" if Opts(args, "emfFP").has("-C", "--compile") else None
+    return "file -C writes a magic file" if opts("file", args).has("-C", "--compile") else None
 
 
 RULES: dict[str, Rule] = {
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), _r_assign),
     "sed": _r_sed,
-    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _r_awk),
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk", "original-awk"), _r_awk),
     "sort": _r_sort,
     "uniq": _r_uniq,
     "tee": _r_tee,
     "hostname": _r_hostname,
     "date": _r_date,
     "top": _r_top,
-    "apt": first_operand(
-        "apt", "oct", (), "list show search policy depends rdepends showsrc madison"
-    ),
+    "apt": first_operand("apt", "list show search policy depends rdepends showsrc madison"),
     "apt-cache": first_operand(
         "apt-cache",
-        "oc",
-        (),
         "policy show search depends rdepends showpkg showsrc stats madison pkgnames unmet dump",
     ),
     **dict.fromkeys(
         split_words("zcat bzcat xzcat lzcat zstdcat zgrep zegrep zfgrep bzgrep xzgrep zstdgrep"),
         _r_decompress,
     ),
-    **dict.fromkeys(
-        split_words("gzip gunzip bzip2 bunzip2 xz unxz lzma unlzma zstd unzstd pigz"),
-        _r_compressor,
-    ),
+    **{
+        name: _compressor(name)
+        for name in split_words("gzip gunzip bzip2 bunzip2 xz unxz lzma unlzma zstd unzstd pigz")
+    },
     "xxd": _r_xxd,
     "blkid": _r_blkid,
     "file": _r_file,
-    "rg": flag_writes("egtTmABCfjMr", ("pre",), "rg --pre runs a program", "--pre"),
-    "sar": flag_writes("efiIPnos", (), "sar -o writes a file", "-o"),
-    "tree": flag_writes("LIPoHT", (), "tree -o writes a file", "-o"),
-    "ss": flag_writes("fAFN", (), "ss -K kills sockets", "-K", "--kill"),
+    "rg": flag_writes("rg", "rg --pre and --hostname-bin run a program", "--pre", "--hostname-bin"),
+    "sar": flag_writes("sar", "sar -o writes a file", "-o"),
+    "tree": flag_writes("tree", "tree -o writes a file", "-o"),
+    "ss": flag_writes(
+        "ss", "ss -K kills sockets, -D dumps to a file", "-K", "--kill", "-D", "--diag"
+    ),
     "lastlog": flag_writes(
-        "btu", (), "lastlog -C/-S changes the log", "-C", "-S", "--clear", "--set"
+        "lastlog", "lastlog -C/-S changes the log", "-C", "-S", "--clear", "--set"
     ),
     "hostnamectl": operands_rule(1, "status", "hostnamectl"),
     "timedatectl": operands_rule(
@@ -313,22 +236,17 @@ RULES: dict[str, Rule] = {
 }
 
 
-def injectable(args: Sequence[Word]) -> Word | None:
-    """An argument that may turn into an option at run time (`$OPT`, `*` matching `-i`)."""
-    for word in args:
-        if word.text == "--" and word.literal:
-            return None
-        if not word.literal and word.text[:1] in "$`" and not HOME_VAR.match(word.text):
-            return word
-        if word.glob and word.text[:1] in "*?[":
-            return word
-    return None
+def hidden_option(name: str, args: Sequence[Word], *, stop: bool = False) -> Word | None:
+    """A word where the shell may put an option only at run time: `-$x`, `--$x=F`, `$OPTS`,
+    `*` matching a file named `-i` (see `Opts.computed`)."""
+    short_arg, long_arg = OPTION_VALUES.get(name, ("", ()))
+    return Opts(args, short_arg, long_arg, stop=stop).computed
 
 
 def read_only_rule(name: str, args: list[Word]) -> Assessment:
     if name in ALWAYS:
         return ro(name)  # none of these has an option that writes
-    hidden = injectable(args)
+    hidden = hidden_option(name, args)
     if hidden is not None:
         return write(f"{name}: {hidden.raw} could expand to an option")
     rule = RULES.get(name)
@@ -343,4 +261,4 @@ def read_only_rule(name: str, args: list[Word]) -> Assessment:
     if rule is None:
         return write(f"not on the read-only list: {name}")
     reason = rule(args)
-    return write(reason) if reason else ro(name)
+    return write(reason) if reason else ro(name, service=name in SERVICE_READS)

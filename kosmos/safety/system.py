@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kosmos.safety.catalogue import (
+    BUSCTL_READ,
+    CRICTL_READ,
     DOCKER_GROUPS,
     DOCKER_READ,
-    KUBECTL_ARG,
+    KUBECTL_CONFIG_READ,
     KUBECTL_READ,
-    SYSTEMCTL_OPTS,
+    KUBECTL_SECRETS,
+    NETWORKCTL_READ,
+    NMCLI_OBJECTS,
     SYSTEMCTL_READ,
 )
-from kosmos.safety.options import Opts, split_words, texts_of
+from kosmos.safety.options import Opts, opts, split_words, texts_of
 from kosmos.safety.shell import Word
 
 __all__ = ["RULES"]
@@ -28,7 +32,7 @@ def _remote(tool: str, o: Opts) -> str | None:
 
 
 def _r_systemctl(args: list[Word]) -> str | None:
-    o = Opts(args, *SYSTEMCTL_OPTS)
+    o = opts("systemctl", args)
     if _remote("systemctl", o):
         return _remote("systemctl", o)
     if not o.operands or o.operands[0].text in SYSTEMCTL_READ:
@@ -39,9 +43,9 @@ def _r_systemctl(args: list[Word]) -> str | None:
 def _r_journalctl(args: list[Word]) -> str | None:
     writes = split_words(
         "--vacuum-size --vacuum-time --vacuum-files --rotate --flush --sync --relinquish-var "
-        "--smart-relinquish-var --setup-keys --update-catalog"
+        "--smart-relinquish-var --setup-keys --update-catalog --cursor-file"
     )
-    o = Opts(args, "uptSUDMcFogH", ("host", "machine"))
+    o = opts("journalctl", args)
     if _remote("journalctl", o):
         return _remote("journalctl", o)
     hit = next((w for w in writes if o.has(w)), None)
@@ -49,9 +53,7 @@ def _r_journalctl(args: list[Word]) -> str | None:
 
 
 def _r_docker(args: list[Word]) -> str | None:
-    o = Opts(
-        args, "Hcl", ("host", "context", "config", "log-level", "connection", "url"), stop=True
-    )
+    o = opts("docker", args, stop=True)
     if o.has("-c", "--context", "--config") or any(
         not h.literal or "://" in h.text and not h.text.startswith(("unix://", "tcp://"))
         for h in o.values("-H", "--host")
@@ -63,11 +65,11 @@ def _r_docker(args: list[Word]) -> str | None:
     if sub == "compose":
         return _r_compose(rest)
     if sub in DOCKER_GROUPS:
-        inner = Opts(rest, "f", ("filter", "format"))
-        action = inner.operands[0].text if inner.operands else "ls"
+        # a group (`docker container`) has no options of its own: its action comes next
+        action = rest[0].text if rest else "ls"
         if action not in DOCKER_GROUPS[sub]:
             return f"not on the read-only list: docker {sub} {action}"
-        sub, rest = action, inner.operands[1:]
+        sub, rest = action, rest[1:]
     if sub == "stats":
         return None if any(w.text == "--no-stream" for w in args) else "docker stats runs forever"
     if sub in DOCKER_READ or sub in ("ls", "list"):
@@ -76,43 +78,34 @@ def _r_docker(args: list[Word]) -> str | None:
 
 
 def _r_compose(args: list[Word]) -> str | None:
-    o = Opts(
-        args,
-        "fp",
-        ("file", "project-name", "project-directory", "profile", "env-file", "ansi"),
-        stop=True,
-    )
+    o = opts("docker compose", args, stop=True)
     if not o.operands or o.operands[0].text in DOCKER_GROUPS["compose"]:
         return None
     return f"not on the read-only list: docker compose {o.operands[0].text}"
 
 
 def _r_kubectl(args: list[Word]) -> str | None:
-    o = Opts(args, "nsv", KUBECTL_ARG, stop=True)
+    # kubectl reads its global options anywhere on the line, between the subcommand's words
+    o = opts("kubectl", args)
     if o.has("--kubeconfig"):
         return "kubectl --kubeconfig: a config can run credential programs"
+    if o.has("--profile", "--profile-output", "--cache-dir"):
+        return "kubectl --profile-output and --cache-dir write files"
     if not o.operands:
         return None
-    sub, rest = o.operands[0].text, texts_of(o.operands[1:])
+    sub, operands = o.operands[0].text, texts_of(o.operands[1:])
+    shown = any(t.startswith(("-o", "--output", "--template")) for t in texts_of(args))
+    if sub == "get" and operands[:1] and operands[0].split("/")[0] in KUBECTL_SECRETS and shown:
+        return "kubectl get secret -o prints the secrets themselves"
     if sub in KUBECTL_READ:
         return None
     if sub == "cluster-info":
-        if any(t.startswith("--output-directory") for t in rest):
+        if any(t.startswith("--output-directory") for t in texts_of(args)):
             return "kubectl cluster-info dump --output-directory writes files"
         return None
-    operands = [t for t in rest if not t.startswith("-")]
-    if (
-        sub == "config"
-        and operands[:1]
-        and operands[0]
-        in (
-            "view",
-            "get-contexts",
-            "current-context",
-            "get-clusters",
-            "get-users",
-        )
-    ):
+    if sub == "config" and operands[:1] and operands[0] in KUBECTL_CONFIG_READ:
+        if any(t == "--raw" or t.startswith("--raw=") for t in texts_of(args)):
+            return "kubectl config view --raw prints the credentials in the kubeconfig"
         return None
     if sub == "auth" and operands[:1] in (["can-i"], ["whoami"]):
         return None
@@ -139,14 +132,16 @@ def _r_rpm(args: list[Word]) -> str | None:
     texts = texts_of(args)
     writes = split_words(
         "--setperms --setugids --restore --erase --install --upgrade --freshen --import "
-        "--rebuilddb --initdb --addsign --resign --delsign --pipe --eval -e -i -U -F"
+        "--rebuilddb --initdb --addsign --resign --delsign --pipe --eval -e -i -U -F -E -D "
+        "--define --macros --rcfile --load"
     )
     if not texts or not (
         texts[0].startswith(("-q", "--query")) or texts[0] in ("-V", "--verify", "--version")
     ):
         return "rpm without -q changes packages"
-    hit = next((t for t in texts if t in writes), None)
-    return f"rpm {hit} changes packages" if hit else None
+    # --define and --macros can name a macro that runs a command (`%(cmd)`, `%{lua:...}`)
+    hit = next((t for t in texts if t.split("=")[0] in writes), None)
+    return f"rpm {hit} changes packages or runs macros" if hit else None
 
 
 def _r_yum(args: list[Word]) -> str | None:
@@ -169,7 +164,7 @@ def _r_yum(args: list[Word]) -> str | None:
 
 
 def _r_pip(args: list[Word]) -> str | None:
-    o = Opts(args, "", ("python", "log", "cache-dir", "proxy", "retries", "timeout"), stop=True)
+    o = opts("pip", args, stop=True)
     if o.has("--log"):
         return "pip --log writes a file"
     ops = texts_of(o.operands)
@@ -192,7 +187,7 @@ def _r_mount(args: list[Word]) -> str | None:
 
 
 def _r_sysctl(args: list[Word]) -> str | None:
-    o = Opts(args, "r", ("pattern",))
+    o = opts("sysctl", args)
     if o.has("-w", "--write", "-p", "--load", "--system", "-f"):
         return "sysctl -w/-p sets kernel values"
     if any("=" in w.text for w in o.operands):
@@ -201,7 +196,7 @@ def _r_sysctl(args: list[Word]) -> str | None:
 
 
 def _r_dmesg(args: list[Word]) -> str | None:
-    o = Opts(args, "fFlns", ("facility", "file", "level", "buffer-size", "console-level"))
+    o = opts("dmesg", args)
     if o.has(
         "-c", "-C", "-D", "-E", "-n", "--clear", "--read-clear", "--console-off", "--console-on"
     ) or o.has("--console-level"):
@@ -210,21 +205,76 @@ def _r_dmesg(args: list[Word]) -> str | None:
 
 
 def _r_crontab(args: list[Word]) -> str | None:
-    o = Opts(args, "u", ("user",))
+    o = opts("crontab", args)
     if o.has("-l", "--list") and not o.has("-e", "-r", "-i") and not o.operands:
         return None
     return "crontab changes the crontab"
 
 
 def _r_loginctl(args: list[Word]) -> str | None:
-    if _remote("loginctl", Opts(args, "HM", ("host", "machine"))):
+    o = opts("loginctl", args)
+    if _remote("loginctl", o):
         return "loginctl -H/-M runs on another machine (over ssh)"
-    ops = [w.text for w in args if not w.text.startswith("-")]
+    ops = texts_of(o.operands)
     if not ops or ops[0].startswith(("list-", "show-")):
         return None
     if ops[0] in ("session-status", "user-status", "seat-status"):
         return None
     return f"not on the read-only list: loginctl {ops[0]}"
+
+
+def _r_busctl(args: list[Word]) -> str | None:
+    o = opts("busctl", args)
+    if _remote("busctl", o) or o.has("--address"):
+        return "busctl -H/-M/--address talks to another machine or bus"
+    ops = texts_of(o.operands)
+    if not ops or ops[0] in BUSCTL_READ:
+        return None
+    return f"not on the read-only list: busctl {ops[0]}"
+
+
+def _r_networkctl(args: list[Word]) -> str | None:
+    ops = texts_of(opts("networkctl", args).operands)
+    if not ops or ops[0] in NETWORKCTL_READ:
+        return None
+    return f"not on the read-only list: networkctl {ops[0]}"
+
+
+def _prefixed(word: str, names: tuple[str, ...]) -> str | None:
+    """nmcli's way with abbreviations: the first name, in its order, that `word` begins."""
+    return next((n for n in names if word and n.startswith(word)), None)
+
+
+def _r_nmcli(args: list[Word]) -> str | None:
+    o = opts("nmcli", args, stop=True)
+    if o.has("-s", "--show-secrets", "-a", "--ask"):
+        return "nmcli -s shows the network secrets, -a asks for them"
+    ops = texts_of(o.operands)
+    if not ops:
+        return None  # the overview: nmcli general status and device status
+    objects = tuple(name for name, _ in NMCLI_OBJECTS)
+    obj = _prefixed(ops[0], objects)
+    commands = dict(NMCLI_OBJECTS).get(obj or "")
+    if commands is None:
+        return f"not on the read-only list: nmcli {ops[0]}"
+    names = tuple(c.rstrip("!?") for c in commands.split())
+    command = _prefixed(ops[1], names) if len(ops) > 1 else names[0]
+    spelled = next((c for c in commands.split() if c.rstrip("!?") == command), None)
+    if spelled is None or spelled.endswith("!"):
+        return f"nmcli {' '.join(ops[:2])} changes the network"
+    if spelled.endswith("?") and len(ops) > 2:  # `radio wifi off`, `general hostname NAME`
+        return f"nmcli {' '.join(ops[:3])} changes the network"
+    if obj == "device" and command == "wifi" and ops[2:3] and ops[2] != "list":
+        return f"nmcli device wifi {ops[2]} is not a read"
+    return None
+
+
+def _r_crictl(args: list[Word]) -> str | None:
+    o = opts("crictl", args, stop=True)
+    ops = texts_of(o.operands)
+    if not ops or ops[0] in CRICTL_READ:
+        return None
+    return f"not on the read-only list: crictl {ops[0]}"
 
 
 RULES: dict[str, Rule] = {
@@ -245,4 +295,8 @@ RULES: dict[str, Rule] = {
     "dmesg": _r_dmesg,
     "crontab": _r_crontab,
     "loginctl": _r_loginctl,
+    "busctl": _r_busctl,
+    "networkctl": _r_networkctl,
+    "nmcli": _r_nmcli,
+    "crictl": _r_crictl,
 }

@@ -28,9 +28,9 @@ class Assessment:
     service: bool = False
 
 
-def ro(names: str) -> Assessment:
+def ro(names: str, *, service: bool = False) -> Assessment:
     # Internally a read-only finding carries the command names; `Walk.result` words it.
-    return Assessment("read_only", names)
+    return Assessment("read_only", names, service)
 
 
 def write(reason: str) -> Assessment:
@@ -45,12 +45,16 @@ def worse(a: Assessment, b: Assessment) -> Assessment:
     if RANK[b.verdict] > RANK[a.verdict]:
         return b
     if a.verdict == b.verdict == "read_only":
-        return ro(f"{a.reason}, {b.reason}")
+        return ro(f"{a.reason}, {b.reason}", service=a.service or b.service)
     return a
 
 
 def worse_of(a: Assessment, b: Assessment) -> Assessment:
-    return b if RANK[b.verdict] > RANK[a.verdict] else a
+    if RANK[b.verdict] > RANK[a.verdict]:
+        return b
+    if a.verdict == b.verdict == "read_only" and b.service and not a.service:
+        return ro(a.reason, service=True)
+    return a
 
 
 class Context(Protocol):

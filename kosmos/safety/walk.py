@@ -3,7 +3,8 @@
 A `Walk` visits pipelines and lists, subshells, groups, functions, `$(...)`, backticks,
 here-documents and redirections; each argv goes to the handler for its program: a wrapper
 that runs another command (`wrappers`), a check for danger (`danger`), or the read-only
-rules (`rules`). It keeps what the line has established so far (the working directory after
+rules (`rules`); the argv that finally runs is then checked for reads of secret material
+(`secret_reads`). It keeps what the line has established so far (the working directory after
 a literal `cd`, the functions defined) and the worst finding.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kosmos.safety.arith import arith_hazard, test_hazard, word_hazard
 from kosmos.safety.builtins import BUILTINS
-from kosmos.safety.catalogue import DOWNLOADERS, FORK_BOMB, HOME, SHELLS, SINKS
+from kosmos.safety.catalogue import DOWNLOADERS, FORK_BOMB, HOME, NET_DEVICES, SHELLS, SINKS
 from kosmos.safety.danger import danger, text_danger
 from kosmos.safety.paths import (
     command_name,
@@ -32,7 +33,9 @@ from kosmos.safety.queries import (
     risky_name,
     runs_its_input,
 )
-from kosmos.safety.rules import read_only_rule
+from kosmos.safety.rules import hidden_option, read_only_rule
+from kosmos.safety.secret_files import NAME_READERS
+from kosmos.safety.secret_reads import names_secrets, secret_read, secret_word
 from kosmos.safety.shell import (
     Command,
     Compound,
@@ -55,6 +58,9 @@ __all__ = ["Walk", "rough_danger", "unparseable"]
 _CONDITIONAL = frozenset({"if", "while", "until", "for", "case"})
 # What a run-time argument list may grow to from one brace word before it is not followed.
 BRACE_LIMIT = 64
+# Wrappers and builtins whose handlers read every word themselves: the rest take options
+# getopt's way, and an option word the shell builds at run time makes them a write.
+_OWN_WORDS = frozenset({"eval", "find", "set", "trap", "let", "test", "[", "getopts"})
 
 
 @dataclass
@@ -71,11 +77,13 @@ class Walk:
     depth: int = 0
     worst: Assessment | None = None
     names: list[str] = field(default_factory=list)
+    service: bool = False  # some read goes through a local service's socket
     conditional: bool = False  # walking a part of the line that may not run
 
     def add(self, finding: Assessment) -> None:
         if finding.verdict == "read_only":
             self.names.append(finding.reason)
+            self.service = self.service or finding.service
         elif self.worst is None or RANK[finding.verdict] > RANK[self.worst.verdict]:
             self.worst = finding
 
@@ -86,7 +94,7 @@ class Walk:
         if not names:
             return ro("nothing runs")
         shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return ro(f"read-only: {shown}")
+        return ro(f"read-only: {shown}", service=self.service)
 
     def child(self, dialect: Dialect) -> Walk:
         return Walk(
@@ -109,8 +117,15 @@ class Walk:
         saved = self.conditional
         self.conditional = saved or not alone or pipeline.after in ("&&", "||")
         downloader = ""
+        earlier: list[Word] = []  # the words of the commands before, for `... | xargs cat`
         for command in pipeline.commands:
             core = self.command(command, alone)
+            if isinstance(command, Simple) and command.words:
+                fed = command.words[0].text == "xargs" and core and core[0].literal
+                reader = fed and command_name(core[0].text) not in NAME_READERS
+                if reader and names_secrets(earlier, self.cwd):
+                    self.add(write(f"reads secret material (... | xargs {core[0].text})"))
+                earlier.extend(command.words[1:])
             if not core or not core[0].literal:
                 continue
             name = command_name(core[0].text)
@@ -225,6 +240,13 @@ class Walk:
         if redirect.body is not None:
             self.word(redirect.body)
         op, target = redirect.op, redirect.target
+        if op not in ("<<", "<<-", "<<<") and normpath(target.text).startswith(NET_DEVICES):
+            # bash opens a TCP or UDP connection for these names, reading or writing
+            self.add(write(f"opens a network connection ({op} {target.raw})"))
+            return
+        if op == "<" and secret_word(target, self.cwd):
+            self.add(write(f"reads secret material (< {target.raw})"))
+            return
         if op in ("<", "<<", "<<-", "<<<"):
             return
         if op == "<&" or (op == ">&" and (target.text.isdigit() or target.text == "-")):
@@ -270,12 +292,23 @@ class Walk:
             return ro(name), words  # its body was judged where it was defined
         handler = WRAPPERS.get(name) or BUILTINS.get(name) or (shell if name in SHELLS else None)
         if handler is not None:
-            return handler(words, self)
-        args = words[1:]
-        reason = danger(name, args, self)
-        if reason:
-            return dangerous(reason), words
-        return read_only_rule(name, args), words
+            finding, core = handler(words, self)
+            if finding.verdict == "read_only" and name not in _OWN_WORDS:
+                table = "sh" if name in SHELLS else name
+                hidden = hidden_option(table, words[1:], stop=True)
+                if hidden is not None:
+                    return write(f"{name}: {hidden.raw} could expand to an option"), core
+        else:
+            args = words[1:]
+            reason = danger(name, args, self)
+            if reason:
+                return dangerous(reason), words
+            finding, core = read_only_rule(name, args), words
+        if finding.verdict == "read_only" and core and core[0].literal:
+            secret = secret_read(command_name(core[0].text), core[1:], self.cwd)
+            if secret:
+                return write(secret), core
+        return finding, core
 
     def nested(self, text: str, label: str, dialect: Dialect | None) -> Assessment:
         """Assess a script that a command runs from a string (`sh -c`, `eval`, `ssh host ...`)."""
@@ -294,7 +327,7 @@ class Walk:
         if result.verdict == "read_only" and script.bashisms:
             return write(f"{label}: bash and sh read {script.bashisms[0]!r} differently")
         if result.verdict == "read_only":
-            return ro(", ".join(child.names) or label.split()[0])
+            return ro(", ".join(child.names) or label.split()[0], service=child.service)
         return result
 
     def script_word(self, word: Word, label: str, dialect: Dialect | None) -> Assessment:

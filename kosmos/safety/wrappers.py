@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from kosmos.safety.catalogue import FIND_NAMES, SUDO_OPTIONS
-from kosmos.safety.options import Opts, texts_of
+from kosmos.safety.catalogue import FIND_NAMES
+from kosmos.safety.option_tables import OPTION_VALUES
+from kosmos.safety.options import Opts, opts, texts_of
 from kosmos.safety.paths import command_name, is_critical_dir
-from kosmos.safety.queries import is_interpreter, mentions_download, risky_assignment
-from kosmos.safety.rules import injectable
+from kosmos.safety.queries import is_interpreter, mentions_download, risky_assignment, risky_name
+from kosmos.safety.rules import hidden_option
 from kosmos.safety.shell import Dialect, Word
 from kosmos.safety.verdict import Assessment, Context, dangerous, ro, worse, write
 
@@ -20,7 +21,8 @@ __all__ = ["WRAPPERS", "shell"]
 Handler = Callable[[list[Word], Context], tuple[Assessment, list[Word]]]
 
 
-INPUT = Word("{input}", "{input}", literal=False)  # what xargs appends: unknown text
+# What xargs appends: unknown text, which may start with `-` and so be an option.
+INPUT = Word("$INPUT", "{input}", literal=False)
 
 
 def as_root(name: str, inner: Assessment) -> Assessment:
@@ -31,8 +33,7 @@ def as_root(name: str, inner: Assessment) -> Assessment:
 
 def _sudo(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     name = command_name(words[0].text)
-    short_arg, long_arg = SUDO_OPTIONS[name]
-    o = Opts(words[1:], short_arg, long_arg, stop=True)
+    o = opts(name, words[1:], stop=True)
     rest = words[1:][o.rest :]
     if not rest:
         return write(f"{name} without a command (a root shell or a {name} action)"), words
@@ -44,7 +45,7 @@ def _su(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     name = command_name(words[0].text)
     if name == "runuser" and any(w.text in ("-u", "--user") for w in words[1:]):
         return _sudo(words, ctx)
-    o = Opts(words[1:], "cgGsw", ("command", "session-command", "group", "supp-group", "shell"))
+    o = opts(name, words[1:])
     scripts = o.values("-c", "--command", "--session-command")
     if not scripts:
         return write(f"{name} starts a shell as another user"), words
@@ -60,7 +61,7 @@ _PLAIN_SHELL_FLAGS = frozenset("cseuxvlfn")
 
 def shell(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     name = command_name(words[0].text)
-    o = Opts(words[1:], "oO", ("rcfile", "init-file"), stop=True)
+    o = opts("sh", words[1:], stop=True)
     if o.has("--version") and not o.operands:
         return ro(name), words
     if o.has("-c"):
@@ -95,23 +96,19 @@ def _eval(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     return write("eval runs a string built at run time"), words
 
 
-def _look_through(
-    short_arg: str = "", long_arg: Sequence[str] = ()
-) -> Callable[[list[Word], Context], tuple[Assessment, list[Word]]]:
+def _look_through(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     """A wrapper (nice, nohup, stdbuf...) that only changes how its command runs."""
-
-    def handler(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-        o = Opts(words[1:], short_arg, long_arg, stop=True)
-        rest = words[1:][o.rest :]
-        if not rest:
-            return ro(command_name(words[0].text)), words
-        return ctx.argv(rest)
-
-    return handler
+    name = command_name(words[0].text)
+    short_arg, long_arg = OPTION_VALUES.get(name, ("a" if name == "exec" else "", ()))
+    o = Opts(words[1:], short_arg, long_arg, stop=True)
+    rest = words[1:][o.rest :]
+    if not rest:
+        return ro(name), words
+    return ctx.argv(rest)
 
 
 def _env(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(words[1:], "uCS", ("unset", "chdir", "split-string"), stop=True)
+    o = opts("env", words[1:], stop=True)
     if o.has("-S", "--split-string"):
         return write("env -S runs a command from a string"), words
     rest = words[1:][o.rest :]
@@ -128,7 +125,7 @@ def _env(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
 
 
 def _ionice(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(words[1:], "cnpPut", ("class", "classdata", "pid", "pgid", "uid"), stop=True)
+    o = opts("ionice", words[1:], stop=True)
     rest = words[1:][o.rest :]
     if rest and not o.has("-p", "-P", "-u", "--pid", "--pgid", "--uid"):
         return ctx.argv(rest)
@@ -138,13 +135,13 @@ def _ionice(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
 
 
 def _timeout(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(words[1:], "sk", ("signal", "kill-after"), stop=True)
+    o = opts("timeout", words[1:], stop=True)
     rest = words[1:][o.rest + 1 :]  # past the duration
     return ctx.argv(rest) if rest else (ro("timeout"), words)
 
 
 def _time(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(words[1:], "fo", ("format", "output"), stop=True)
+    o = opts("time", words[1:], stop=True)
     rest = words[1:][o.rest :]
     inner, core = ctx.argv(rest) if rest else (ro("time"), words)
     if o.has("-o", "--output") and inner.verdict == "read_only":
@@ -161,29 +158,40 @@ def _command(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
 
 
 def _xargs(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(
-        words[1:],
-        "aEILnPsd",
-        ("arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs")
-        + ("max-chars", "process-slot-var"),
-        stop=True,
-    )
-    rest = words[1:][o.rest :]
+    o = opts("xargs", words[1:], stop=True)
+    own, rest = words[1 : 1 + o.rest], words[1:][o.rest :]
+    for name in o.values("--process-slot-var"):
+        risky = risky_name(name.text) if name.literal else "is named at run time"
+        if risky:
+            return write(f"xargs --process-slot-var {risky}"), words
     if not rest:
         return ro("xargs"), words  # runs echo
-    inner, core = ctx.argv([*rest, INPUT])
-    if (
-        inner.verdict == "read_only"
-        and o.has("-I", "-i", "--replace")
-        and is_interpreter(command_name(rest[0].text))
-    ):
+    replace = [v.text for v in o.values("-I")] + [
+        w.text[2:] or "{}" if w.text.startswith("-i") else w.text.partition("=")[2] or "{}"
+        for w in own
+        if w.text.startswith("-i") or (len(w.text) > 3 and "--replace".startswith(w.text[:9]))
+    ]
+    # With -I each input line takes the place of the replace string wherever it stands, the
+    # program's name and its options included: those words are known only at run time.
+    argv = [_replaced(w, replace) for w in rest] if replace else [*rest, INPUT]
+    inner, core = ctx.argv(argv)
+    if inner.verdict == "read_only" and replace and is_interpreter(command_name(rest[0].text)):
         return write("xargs -I puts its input into a script"), core
     return inner, core
 
 
+def _replaced(word: Word, replace: list[str]) -> Word:
+    if not any(r and r in word.text for r in replace):
+        return word
+    text = word.text
+    for r in replace:
+        text = text.replace(r, INPUT.text) if r else text
+    return Word(text, word.raw, literal=False)
+
+
 def _find(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
     args = words[1:]
-    hidden = injectable(args)
+    hidden = hidden_option("find", args)
     if hidden is not None:
         return write(f"find: {hidden.raw} could expand to an action such as -delete"), words
     i = 0
@@ -239,7 +247,7 @@ def _find_narrowed(expression: Sequence[Word]) -> bool:
 
 
 def _watch(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(words[1:], "nq", ("interval", "equexit"), stop=True)
+    o = opts("watch", words[1:], stop=True)
     rest = words[1:][o.rest :]
     if not rest:
         return ro("watch"), words
@@ -251,7 +259,7 @@ def _watch(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
 
 
 def _ssh(words: list[Word], ctx: Context) -> tuple[Assessment, list[Word]]:
-    o = Opts(words[1:], "BbcDEeFIiJLlmOoPpQRSWw", stop=True)
+    o = opts("ssh", words[1:], stop=True)
     rest = words[1:][o.rest :]
     if o.has("-V") and not rest:
         return ro("ssh"), words
@@ -273,11 +281,11 @@ WRAPPERS: dict[str, Callable[[list[Word], Context], tuple[Assessment, list[Word]
     "runuser": _su,
     "eval": _eval,
     "env": _env,
-    "nice": _look_through("n", ("adjustment",)),
-    "nohup": _look_through(),
-    "exec": _look_through("a"),
-    "builtin": _look_through(),
-    "stdbuf": _look_through("ioe", ("input", "output", "error")),
+    "nice": _look_through,
+    "nohup": _look_through,
+    "exec": _look_through,
+    "builtin": _look_through,
+    "stdbuf": _look_through,
     "ionice": _ionice,
     "timeout": _timeout,
     "time": _time,
