@@ -2,11 +2,11 @@
 lock: it must leave every file as it was.
 
 The shell judge (tests/shelljudge.py) runs each command under real bash or dash as a throwaway
-unprivileged user in a scratch directory full of canaries; here the text it runs execs the
-lock's prelude first, as the wrapper does on a host. Before the prelude the outer shell opens
-the judge's program log on fd 9 (the lock holds paths, not descriptors already open), and the
-locked shell's first line writes `locked` there: a command counts only if it was reached
-inside the lock, so a prelude that failed cannot pass as a command that changed nothing.
+unprivileged user in a scratch directory full of canaries, and traces every program it starts;
+here the text it runs execs the lock's prelude first, as the wrapper does on a host. The locked
+shell's first line starts `/bin/echo` with a mark, which the trace sees: a command counts only
+if it was reached inside the lock, so a prelude that failed cannot pass as a command that
+changed nothing.
 
 A fast sample runs always; the whole corpus with `-m corpus` (CI runs it).
 """
@@ -32,7 +32,7 @@ from tests.policy_corpus import corpus, sample
 from tests.shelljudge import Outcome, ShellJudge
 
 DIALECTS = {"bash": "bash", "dash": "sh"}
-REACHED = "locked"
+REACHED = "kosmos-lock-reached"
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +65,17 @@ def locked_text(kit: HostLock, shell: str, command: str) -> str:
     """What the judge's shell runs: the prelude, then `SHELL -c` with the command."""
     words = kit.words(Lock(), shell)
     assert words is not None
-    inner = f"printf '{REACHED}\\037\\036' >&9\n{command}"
-    return 'exec 9>>"$KOSMOS_SHIM_LOG"; exec ' + " ".join(
-        shlex.quote(word) for word in [*words, inner]
-    )
+    inner = f"/bin/echo {REACHED} >/dev/null\n{command}"
+    return "exec " + " ".join(shlex.quote(word) for word in [*words, inner])
+
+
+def reached(outcome: Outcome) -> bool:
+    """Whether the command's locked shell started: the trace saw its mark."""
+    return any(REACHED in argv for argv in outcome.programs)
 
 
 def _failure(outcome: Outcome, command: str) -> str | None:
-    if REACHED not in outcome.names():
+    if not reached(outcome):
         return f"{outcome.shell}: {command!r}: the lock did not reach it"
     if outcome.changed:
         return f"{outcome.shell}: {command!r}: {', '.join(outcome.changed[:3])}"
@@ -101,14 +104,14 @@ def test_the_judge_sees_a_write_that_the_lock_stops(judge: ShellJudge, kit: Host
     free = judge.run("rm -rf DIR; touch PWNED", "dash")
     assert "created work/PWNED" in free.changed
     held = judge.run(locked_text(kit, "dash", "rm -rf DIR; touch PWNED"), "dash")
-    assert held.changed == [] and REACHED in held.names()
+    assert held.changed == [] and reached(held)
     # A prelude that cannot set the lock runs nothing, and is seen as not reached.
     words = kit.words(Lock(), "bash")
     assert words is not None
     spec = words[-3]
     broken = locked_text(kit, "bash", "touch PWNED").replace(spec, f"path=4:/nowhere {spec}")
     failed = judge.run(broken, "bash")
-    assert failed.changed == [] and REACHED not in failed.names()
+    assert failed.changed == [] and not reached(failed)
 
 
 def test_a_sample_of_the_corpus_changes_nothing_inside_the_lock(
