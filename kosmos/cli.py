@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kosmos.cli_args import build_parser, parse
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError, UsageError
+from kosmos.errors import EXIT_INTERRUPTED, EXIT_PIPE, KosmosError, UsageError
 
 if TYPE_CHECKING:
     from kosmos.config import Settings
@@ -155,7 +155,6 @@ def _cmd_skills(args: argparse.Namespace) -> int:
 
 def _cmd_tui(args: argparse.Namespace) -> int:
     from kosmos.skills.params import parse_param_flags
-    from kosmos.tui.app import run_tui
 
     parse_param_flags(args.param)  # a malformed --param fails before the screen opens
     fleet = []
@@ -173,8 +172,17 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             f"--canary {args.canary}: not one of the marked hosts ({', '.join(names[:10])}); "
             "pick one of them"
         )
+    settings = _settings(args)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without one, Textual would wait for keys that never come, at full CPU.
+        raise UsageError(
+            "kosmos tui needs a terminal on its standard input and output; run it in one "
+            "(ssh -t for a remote shell), or use `kosmos run` in scripts and pipes"
+        )
+    from kosmos.tui.app import run_tui
+
     return run_tui(
-        _settings(args),
+        settings,
         host=args.host[0] if args.host else "local",
         fleet=fleet,
         forks=args.forks,
@@ -198,7 +206,24 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     return hosts_command(_settings(args), home=Path.home(), check=args.check)
 
 
+def _output_closed() -> int:
+    """The reader of stdout (or stderr) went away (`kosmos skills list | head -1`): exit
+    quietly with 141, as a program that SIGPIPE ends does."""
+    from kosmos.frontends.console import silence
+
+    silence(sys.stdout)
+    silence(sys.stderr)
+    return EXIT_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
     if args.command is None:

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos import __version__
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a closed stdout is not swallowed: `kosmos --help | head -1`
+    ends as every other command does when its reader goes away."""
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if message:
+            stream = file or sys.stderr
+            stream.write(message)  # type: ignore[attr-defined]
+            stream.flush()  # type: ignore[attr-defined]
 
 
 def _positive_int(text: str) -> int:
@@ -98,7 +110,7 @@ def _fleet_pace_flags(g: argparse.ArgumentParser | argparse._ArgumentGroup, *, w
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kosmos",
         description="Run AI skills against servers: an LLM works through a SKILL.md step by step; "
         "kosmos runs the commands it proposes, with your approval.",

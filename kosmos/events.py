@@ -320,8 +320,11 @@ class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
-    # `skipped`: a fleet host that never ran because its canary did not end done.
-    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"]
+    # A fleet host's own: `skipped` (it never started: its canary did not end done, or the
+    # fleet stopped first) and `unreachable` (no connection to it).
+    status: Literal[
+        "done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped", "unreachable"
+    ]
     steps: int
     message: str
     exit_code: int

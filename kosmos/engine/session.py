@@ -133,6 +133,8 @@ class Session:
         self.reached = 0  # the last step the run got to: what RunFinished.steps reports
         self.state: State = "idle"
         self.result: RunFinished | None = None
+        self._task: asyncio.Task[RunFinished] | None = None
+        self._stopped: KosmosError | None = None
         self._sent_upto = 0
         self._started = 0.0
         # What the system prompt is built from; `_start` fills it in.
@@ -196,6 +198,12 @@ class Session:
         stop.set()
         return True
 
+    def stop(self, error: KosmosError) -> None:
+        """End the run now with `error` (its output or transcript cannot be written)."""
+        if self._stopped is None and self._task is not None and self.state != "done":
+            self._stopped = error
+            self._task.cancel()
+
     @property
     def command_running(self) -> bool:
         stop = self.commands.stop
@@ -207,6 +215,7 @@ class Session:
         `resume`: continue the conversation a transcript recorded instead of starting anew.
         """
         self._started = time.monotonic()
+        self._task = asyncio.current_task()  # type: ignore[assignment]
         learnt = await context.learn(
             self.runner,
             fresh=resume is None,
@@ -253,6 +262,8 @@ class Session:
         except KosmosError as e:
             return self._finish(e.status, str(e), e.exit_code)
         except asyncio.CancelledError:
+            if (why := self._stopped) is not None and self._task and self._task.uncancel() == 0:
+                return self._finish(why.status, str(why), why.exit_code)
             self._finish("aborted", "interrupted by the operator", EXIT_INTERRUPTED)
             raise
         except Exception as e:  # noqa: BLE001 - whatever the fault, the run ends with its result
@@ -458,9 +469,7 @@ class Session:
     def _unexpected(self, error: Exception) -> str:
         """One line for a fault kosmos has no message for: what, where, and what to do."""
         doing = "starting the run" if self.step == 0 else _DOING[self.state]
-        text = " ".join(str(error).split()) or "no details"
-        if len(text) > 300:
-            text = text[:299] + "…"
+        text = _preview(str(error), 300) or "no details"
         where = ""
         for frame in reversed(traceback.extract_tb(error.__traceback__)):
             path = Path(frame.filename).resolve()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 try:
@@ -19,6 +21,17 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 class EndOfInput(Exception):
     """Standard input closed while kosmos was waiting for an answer."""
+
+
+def silence(stream: TextIO) -> None:
+    """Point a stream whose reader went away at /dev/null, so that later writes and the
+    flush at exit go nowhere instead of raising (or printing "Exception ignored")."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 class Console:
@@ -38,6 +51,9 @@ class Console:
         self.color = self.err.isatty() if color is None else color
         self._spinner: asyncio.Task[None] | None = None
         self.last_error: str | None = None
+        # Called once when a stream's reader went away (`| head`): the front end stops.
+        self.on_closed: Callable[[], None] | None = None
+        self.closed = False
 
     # -- writing -----------------------------------------------------------------------
 
@@ -46,14 +62,23 @@ class Console:
 
     def say(self, text: str = "", *, stream: TextIO | None = None) -> None:
         self.stop_spinner()
-        target = stream or self.out
-        target.write(text + "\n")
-        target.flush()
+        self.put(stream or self.out, text + "\n")
 
     def write(self, text: str) -> None:
         self.stop_spinner()
-        self.out.write(text)
-        self.out.flush()
+        self.put(self.out, text)
+
+    def put(self, stream: TextIO, text: str) -> None:
+        """Write and flush; a pipe whose reader went away is silenced and reported once."""
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            silence(stream)
+            if not self.closed:
+                self.closed = True
+                if self.on_closed is not None:
+                    self.on_closed()
 
     def error(self, text: str) -> None:
         """One error line on stderr, unless it is the very line shown last."""
@@ -74,16 +99,14 @@ class Console:
         if self._spinner is not None:
             self._spinner.cancel()
             self._spinner = None
-            self.err.write("\r\x1b[K")
-            self.err.flush()
+            self.put(self.err, "\r\x1b[K")
 
     async def _spin(self, label: str) -> None:
         started = time.monotonic()
         i = 0
         while True:
             elapsed = time.monotonic() - started
-            self.err.write(f"\r\x1b[K{SPINNER[i % len(SPINNER)]} {label} {elapsed:4.1f}s")
-            self.err.flush()
+            self.put(self.err, f"\r\x1b[K{SPINNER[i % len(SPINNER)]} {label} {elapsed:4.1f}s")
             i += 1
             await asyncio.sleep(0.1)
 
@@ -121,11 +144,17 @@ class Console:
         threading.Thread(target=read, daemon=True, name="kosmos-input").start()
         try:
             return await future
+        except BrokenPipeError as e:
+            # The prompt could not be shown: no one is there to answer it.
+            self.put(self.err, "")
+            self.put(self.out, "")
+            if self.on_closed is not None:
+                await asyncio.sleep(0)  # the front end's stop arrives here
+            raise EndOfInput("output closed") from e
         except asyncio.CancelledError:
             self._restore_terminal(saved)
             # Ctrl-C at a prompt: end the prompt's line so that what follows starts its own.
-            self.err.write("\n")
-            self.err.flush()
+            self.put(self.err, "\n")
             raise
 
     def _terminal_state(self) -> list[Any] | None:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import json
 import re
 import signal
 import time
@@ -17,11 +16,11 @@ from pathlib import Path
 from kosmos.engine.approval import Policy
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import UsageError
+from kosmos.errors import KosmosError, RecordError, UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
-from kosmos.fleet.journal import Journal
+from kosmos.fleet.journal import Journal, write_fleet_json
 from kosmos.fleet.orchestrator import Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished, fleet_result
 from kosmos.fleet.shard import Shard, parse_shard
@@ -54,6 +53,12 @@ class FleetFrontend(RunFrontend):
 
     broker: ApprovalBroker | None = None
     on_event: Callable[[Event], None] | None = None
+    fleet: Fleet | None = None
+
+    def stop(self, error: KosmosError) -> None:
+        """End the fleet early (its output or transcripts cannot be written)."""
+        if self.fleet is not None:
+            self.fleet.stop(error)
 
     def hosts(self) -> list[HostSpec]:
         """The run's hosts; with --shard K/N, only this job's share of them."""
@@ -146,11 +151,10 @@ class FleetFrontend(RunFrontend):
             run_dir.mkdir(parents=True, exist_ok=True)
             result = fleet_result([], 0.0, skill=skill.name, shard=str(self.shard))
             self.console.say(f"shard {self.shard} takes none of this run's hosts")
-            self._report(result, run_dir, canary=False)
-            return result.exit_code
+            return self._report(result, run_dir, canary=False)
         journal = Journal(run_dir)
         provider = make_provider(settings)
-        json_out = JsonRenderer() if req.json else None
+        json_out = JsonRenderer(console=self.console) if req.json else None
         options = SessionOptions(
             max_steps=req.max_steps or settings.max_steps,
             command_timeout=req.command_timeout or skill.timeout or settings.command_timeout,
@@ -167,7 +171,10 @@ class FleetFrontend(RunFrontend):
         )
 
         def on_event(event: Event) -> None:
-            journal.write(event)
+            try:
+                journal.write(event)
+            except RecordError as e:
+                fleet.stop(e)
             if json_out is not None:
                 json_out(event)
             view(event)
@@ -196,7 +203,9 @@ class FleetFrontend(RunFrontend):
             redact=self.redactor,
             skill=skill.name,
             shard=str(self.shard) if self.shard else None,
+            transcript_of=journal.path,
         )
+        self.fleet = fleet
         # A terminal gets the live table (on stderr); a log gets one line per event (on
         # stdout, beside the summary), unless stdout carries --json.
         live = self.console.err.isatty()
@@ -222,10 +231,13 @@ class FleetFrontend(RunFrontend):
             await view.stop()
             if self.broker is not None:
                 await self.broker.aclose()
-            journal.close()
             await provider.aclose()
-        self._report(result, run_dir, canary=req.canary is not None or record is not None)
-        return result.exit_code
+        try:
+            journal.close()
+        except RecordError as e:
+            self.console.error(f"kosmos: {e}")
+            result = result.model_copy(update={"exit_code": e.exit_code})
+        return self._report(result, run_dir, canary=req.canary is not None or record is not None)
 
     def _session(
         self,
@@ -270,10 +282,14 @@ class FleetFrontend(RunFrontend):
             for sig in installed:
                 loop.remove_signal_handler(sig)
 
-    def _report(self, result: FleetFinished, run_dir: Path, *, canary: bool) -> None:
-        (run_dir / "fleet.json").write_text(
-            json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        )
+    def _report(self, result: FleetFinished, run_dir: Path, *, canary: bool) -> int:
+        """Write fleet.json and print the summary; the fleet's exit code."""
+        code = result.exit_code
+        try:
+            write_fleet_json(run_dir / "fleet.json", result)
+        except RecordError as e:
+            self.console.error(f"kosmos: {e}")
+            code = e.exit_code
         c = self.console
         out = c.err if self.request.json else c.out
         for line in summary_lines(result, canary=canary):
@@ -283,3 +299,4 @@ class FleetFrontend(RunFrontend):
         c.say(c.style(f"  transcripts: {run_dir}", "2"), stream=c.err)
         if result.exit_code != 0 and self.request.json:
             c.error(f"kosmos: {result.message}")
+        return code

@@ -228,10 +228,14 @@ class TextRenderer:
 
 
 class JsonRenderer:
-    """`--json`: one JSON object per line on stdout, each with a `type`; `result` comes last."""
+    """`--json`: one JSON object per line on stdout, each with a `type`; `result` comes last.
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    Lines are written through `console` (Console.put), which tells the front end once when
+    the reader of stdout went away."""
+
+    def __init__(self, out: TextIO | None = None, *, console: Console | None = None) -> None:
         self.out = out or sys.stdout
+        self.console = console or Console()
 
     def __call__(self, event: Event) -> None:
         if not event.persist:
@@ -240,8 +244,7 @@ class JsonRenderer:
         if isinstance(event, CommandFinished):
             # The raw output (up to 1 MiB) stays in the transcript; --json carries what the LLM saw.
             data.pop("output", None)
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
-        self.out.flush()
+        self.console.put(self.out, json.dumps(data, ensure_ascii=False) + "\n")
 
 
 def _count(n: int, noun: str) -> str:

@@ -19,7 +19,15 @@ from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
 from kosmos.engine.resume import Resumed, resume_state
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import EXIT_INTERRUPTED, Aborted, KosmosError, SkillNotFound, UsageError
+from kosmos.errors import (
+    EXIT_INTERRUPTED,
+    Aborted,
+    KosmosError,
+    OutputClosed,
+    RecordError,
+    SkillNotFound,
+    UsageError,
+)
 from kosmos.events import Event, Notice, RunFinished, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
@@ -193,6 +201,13 @@ class RunFrontend:
         # for the transcript.
         self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
+        # No one reads the output any more (`| head`): the run stops, as SIGPIPE would end it.
+        self.console.on_closed = lambda: self.stop(OutputClosed())
+
+    def stop(self, error: KosmosError) -> None:
+        """End the run under way with `error` (its output or transcript cannot be written)."""
+        if self.session is not None:
+            self.session.stop(error)
 
     def _operator(self) -> Operator:
         # `--yes` is the `auto` policy, applied by the engine; the operator is asked only about
@@ -202,18 +217,22 @@ class RunFrontend:
         return HeadlessOperator(yes=False, answers=self.request.answers)
 
     def _emitter(self, transcript: Transcript) -> Callable[[Event], None]:
-        renderer: Callable[[Event], None]
-        renderer = JsonRenderer() if self.request.json else TextRenderer(self.console)
+        renderer: Callable[[Event], None] = (
+            JsonRenderer(console=self.console) if self.request.json else TextRenderer(self.console)
+        )
         json_mode = self.request.json
 
         def emit(event: Event) -> None:
             # The session redacts what it emits; this catches what the front end adds.
-            transcript.write(event)
-            if isinstance(event, RunStarted):
-                for early in self._early:
-                    early = redact_event(early, self.redactor)
-                    transcript.write(early.model_copy(update={"host": event.host}))
-                self._early.clear()
+            try:
+                transcript.write(event)
+                if isinstance(event, RunStarted):
+                    for early in self._early:
+                        early = redact_event(early, self.redactor)
+                        transcript.write(early.model_copy(update={"host": event.host}))
+                    self._early.clear()
+            except RecordError as e:
+                self.stop(e)
             renderer(event)
             if json_mode and isinstance(event, RunFinished):
                 # stdout carries the JSON; the one-line error and the transcript go to stderr.
@@ -237,8 +256,8 @@ class RunFrontend:
         """An error before the session started: one line on stderr (and a --json result line)."""
         message = self.redactor(str(error))
         self.console.error(f"kosmos: {message}")
-        if self.request.json:
-            JsonRenderer()(
+        if self.request.json and self.result is None:
+            JsonRenderer(console=self.console)(
                 RunFinished(
                     status=error.status, steps=0, message=message, exit_code=error.exit_code
                 )  # type: ignore[arg-type]
@@ -445,8 +464,10 @@ class RunFrontend:
         finally:
             self._emit = None
             self.console.stop_spinner()
-            transcript.close()
-            await provider.aclose()
+            try:
+                transcript.close()  # RecordError: its last events did not reach the disk
+            finally:
+                await provider.aclose()
         return result.exit_code
 
     async def _drive(self, session: Session, resume: Resumed | None = None) -> RunFinished:
