@@ -316,6 +316,18 @@ class ParamsUpdate(Event):
     typed: str | None = None
 
 
+class RunPlanned(Event):
+    """A fleet host's run as it was to start, kept for a host that never got as far as its
+    own run (unreachable, not started), so that `--resume` can start it anew."""
+
+    type: Literal["run_planned"] = "run_planned"
+    skill: str
+    skill_path: str
+    params: dict[str, str] = {}
+    prompt: str | None = None
+    target: str
+
+
 class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
@@ -335,6 +347,7 @@ class RunFinished(Event):
 
 AnyEvent = Annotated[
     RunStarted
+    | RunPlanned
     | KnowledgeLoaded
     | Notice
     | LLMRequest

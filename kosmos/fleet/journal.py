@@ -15,8 +15,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from kosmos.errors import RecordError
+from kosmos.errors import RecordError, UsageError
 from kosmos.events import Event
+from kosmos.fleet.results import names
 from kosmos.transcript import AppendWriter, WriteFailed, open_append, unwritable
 
 
@@ -90,3 +91,22 @@ def write_fleet_json(path: Path, result: BaseModel) -> None:
             f"cannot write {path}: {e.strerror or e}; the summary printed here is the "
             "fleet's only record"
         ) from None
+
+
+def refuse_earlier_run(directory: Path) -> None:
+    """A run directory must not hold another run: its fleet.json would be replaced and each
+    host's file would hold two runs, which neither `--resume` nor `fleet merge` can tell apart."""
+    try:
+        earlier = sorted(
+            p.name for p in directory.iterdir() if p.name == "fleet.json" or p.suffix == ".jsonl"
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as e:
+        raise unwritable(directory, e, "the fleet's run directory") from None
+    if earlier:
+        raise UsageError(
+            f"--transcript {directory}: holds an earlier fleet run ({names(earlier, 60)}); "
+            "give a new "
+            "directory, or leave --transcript out for a fresh one"
+        )

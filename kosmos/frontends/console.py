@@ -69,16 +69,18 @@ class Console:
         self.put(self.out, text)
 
     def put(self, stream: TextIO, text: str) -> None:
-        """Write and flush; a pipe whose reader went away is silenced and reported once."""
+        """Write and flush. A pipe whose reader went away is silenced and reported once to
+        `on_closed`; with none set, BrokenPipeError is raised."""
         try:
             stream.write(text)
             stream.flush()
         except BrokenPipeError:
             silence(stream)
+            if self.on_closed is None:
+                raise  # no run to stop: the command ends (kosmos.cli: exit 141)
             if not self.closed:
                 self.closed = True
-                if self.on_closed is not None:
-                    self.on_closed()
+                self.on_closed()
 
     def error(self, text: str) -> None:
         """One error line on stderr, unless it is the very line shown last."""

@@ -14,18 +14,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kosmos.engine.approval import Policy
+from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import KosmosError, RecordError, UsageError
-from kosmos.events import Event, Notice
+from kosmos.events import Event, Notice, RunFinished, RunPlanned
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
-from kosmos.fleet.journal import Journal, write_fleet_json
+from kosmos.fleet.journal import Journal, refuse_earlier_run, write_fleet_json
 from kosmos.fleet.orchestrator import Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished, fleet_result
 from kosmos.fleet.shard import Shard, parse_shard
 from kosmos.fleet.targets import HostSpec, resolve_hosts
-from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, summary_lines
+from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, reason_lines, summary_lines
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.render import JsonRenderer
 from kosmos.frontends.run import (
@@ -146,6 +147,7 @@ class FleetFrontend(RunFrontend):
                 f"--transcript {run_dir}: a fleet writes one transcript per host into a "
                 "directory; give a directory (new or existing)"
             )
+        refuse_earlier_run(run_dir)
         if not hosts and self.shard is not None:
             # A job of a matrix that this fleet's split leaves nothing to: done, and said so.
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -172,6 +174,18 @@ class FleetFrontend(RunFrontend):
 
         def on_event(event: Event) -> None:
             try:
+                run = fleet.runs.get(event.host or "")
+                if isinstance(event, RunFinished) and run is not None and run.session is None:
+                    # It never ran: its file keeps the plan, so `--resume` can start it anew.
+                    planned = RunPlanned(
+                        host=run.name,
+                        skill=skill.name,
+                        skill_path=skill.path,
+                        params=params,
+                        prompt=req.prompt,
+                        target=run.spec.target,
+                    )
+                    journal.write(redact_event(planned, self.redactor))
                 journal.write(event)
             except RecordError as e:
                 fleet.stop(e)
@@ -292,7 +306,7 @@ class FleetFrontend(RunFrontend):
             code = e.exit_code
         c = self.console
         out = c.err if self.request.json else c.out
-        for line in summary_lines(result, canary=canary):
+        for line in [*summary_lines(result, canary=canary), *reason_lines(result)]:
             c.say(line, stream=out)
         color = "32" if result.exit_code == 0 else "31"
         c.say(c.style(f"■ {result.message} · {result.duration_s:.1f}s", color), stream=out)

@@ -22,7 +22,7 @@ from kosmos.events import (
 )
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest, FleetAnswer, FleetApproval
 from kosmos.fleet.orchestrator import Fleet, HostRun
-from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.results import FleetFinished, names
 from kosmos.frontends.console import Console, EndOfInput
 
 REDRAW_S = 0.25
@@ -91,6 +91,16 @@ def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
             row.append(h.mode + (f" at step {h.diverged_at_step}" if h.diverged_at_step else ""))
         rows.append(row)
     return table(headers, rows)
+
+
+def reason_lines(result: FleetFinished, width: int = 300) -> list[str]:
+    """Why each host that is not done ended as it did, under the summary table: hosts that
+    ended for the same reason share a line (`h2, h3 and 40 more: not run: ...`)."""
+    reasons: dict[str, list[str]] = {}
+    for h in result.hosts:
+        if h.status != "done" and h.message:
+            reasons.setdefault(h.message, []).append(h.host)
+    return [f"  {names(hosts, 60)}: {_short(message, width)}" for message, hosts in reasons.items()]
 
 
 class FleetView:

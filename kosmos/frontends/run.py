@@ -17,7 +17,7 @@ from kosmos.config import Settings, user_config_dir
 from kosmos.engine.approval import Policy
 from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
-from kosmos.engine.resume import Resumed, resume_state
+from kosmos.engine.resume import Resumed, never_started, resume_state
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import (
     EXIT_INTERRUPTED,
@@ -28,7 +28,7 @@ from kosmos.errors import (
     SkillNotFound,
     UsageError,
 )
-from kosmos.events import Event, Notice, RunFinished, RunStarted
+from kosmos.events import Event, Notice, RunFinished, RunPlanned, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
@@ -291,7 +291,10 @@ class RunFrontend:
         resume: Resumed | None = None
         if req.resume is not None:
             events = load_events(req.resume, "--resume")
-            resume = resume_state(events, prompts, source=str(req.resume))
+            if (planned := never_started(events, str(req.resume))) is not None:
+                req = self.request = self._anew(*planned)
+            else:
+                resume = resume_state(events, prompts, source=str(req.resume))
         host = req.host or (resume.started.host if resume else None) or "local"
         self.host = host
         prompter = None if req.non_interactive else LinePrompter(self.console)
@@ -323,6 +326,19 @@ class RunFrontend:
             return await self._run_session(skill, params, runner, prompts, resume, replay)
         finally:
             await runner.close()
+
+    def _anew(self, plan: RunPlanned, note: str) -> RunRequest:
+        """`--resume` of a fleet host that never started: its planned run, into that file."""
+        self.console.say(self.console.style(note, "33"), stream=self.console.err)
+        return dataclasses.replace(
+            self.request,
+            skill=plan.skill_path if Path(plan.skill_path).is_file() else plan.skill,
+            host=self.request.host or plan.target,
+            params=[f"{k}={v}" for k, v in plan.params.items()],
+            prompt=plan.prompt,
+            transcript=self.request.transcript or self.request.resume,
+            resume=None,
+        )
 
     def _replay_warner(self, session: Session) -> Callable[[str], None]:
         """Where the replayed run's outputs differ: a notice each, or one for a bundled demo."""
