@@ -178,12 +178,8 @@ class Console:
         return await self.ask(prompt, secret=True)
 
     def _interactive(self) -> bool:
-        return (
-            self.stdin is sys.stdin
-            and sys.stdin.isatty()
-            and self.out is sys.stdout
-            and sys.stdout.isatty()
-        )
+        # input() shows its prompt on stdout: at a terminal that is the screen, --json or not.
+        return self.stdin is sys.stdin and sys.stdin.isatty() and sys.stdout.isatty()
 
     def _read_secret(self, prompt: str) -> str:
         if self.stdin is sys.stdin and sys.stdin.isatty():
@@ -216,7 +212,8 @@ class Console:
         line = self.stdin.readline()
         if not line:
             raise EOFError
-        # Piped answers are not echoed by a terminal: show each after its prompt, as typed.
-        self.err.write(line.rstrip("\r\n") + "\n")
-        self.err.flush()
+        if not self.stdin.isatty():
+            # Piped answers are not echoed by a terminal: show each after its prompt, as typed.
+            self.err.write(line.rstrip("\r\n") + "\n")
+            self.err.flush()
         return line.rstrip("\r\n")

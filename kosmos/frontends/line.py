@@ -15,10 +15,19 @@ class LineOperator:
     A dangerous command needs the host's name typed, even under `--yes`.
     """
 
-    def __init__(self, console: Console, *, yes: bool = False, answers: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        yes: bool = False,
+        answers: Sequence[str] = (),
+        show_directives: bool = False,
+    ) -> None:
         self.c = console
         self.yes = yes
         self.answers = list(answers)
+        # With --json the directives go to stdout as JSON: each question shows its own.
+        self.show_directives = show_directives
 
     async def _ask(self, prompt: str, *, prefill: str | None = None) -> str:
         try:
@@ -30,6 +39,9 @@ class LineOperator:
             ) from e
 
     async def approve(self, proposal: CommandProposal) -> Approval:
+        if self.show_directives:
+            c = self.c
+            c.say(c.style(f"[{proposal.step}] $ ", "36") + c.style(proposal.command, "1"))
         if proposal.risk == "dangerous":
             return await self._confirm_dangerous(proposal)
         if self.yes and not proposal.inferred:
@@ -90,6 +102,9 @@ class LineOperator:
         return Approval.skip()
 
     async def answer(self, question: Question) -> str | None:
+        if self.show_directives:
+            tag = "ASK" if question.required else "ASK:optional"
+            self.c.say(self.c.style(f"[{question.step}] {tag} ", "35") + question.text)
         if self.answers:
             value = self.answers.pop(0)
             self.c.say(f"> {value}")

@@ -213,7 +213,9 @@ class RunFrontend:
         # `--yes` is the `auto` policy, applied by the engine; the operator is asked only about
         # what the policy leaves to a person (dangerous, inferred, interrupted commands...).
         if self.line_mode:
-            return LineOperator(self.console, answers=self.request.answers)
+            return LineOperator(
+                self.console, answers=self.request.answers, show_directives=self.request.json
+            )
         return HeadlessOperator(yes=False, answers=self.request.answers)
 
     def _emitter(self, transcript: Transcript) -> Callable[[Event], None]:
