@@ -77,7 +77,7 @@ class LocalRunner:
                 self.shell_path,
                 "-c",
                 local_script(feed=stdin is not None),
-                "kosmos",
+                os.path.basename(self.shell_path),  # $0: shell errors read `bash: ...`
                 command,
                 # Never closed while the command runs: the wrapper ends the command's group
                 # when it closes, which it does when kosmos itself dies.

@@ -77,14 +77,15 @@ def remote_command(
     quoted = shlex.quote(command)
     if login == "bash" and dialect == "bash":
         return f"set -- {quoted}; {script}"
+    # $0 is the shell's own name, so that a shell error reads `bash: line 1: ...`.
     if dialect is not None:
-        return f"exec {dialect} -c '{script}' kosmos {quoted}"
-    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "$0" kosmos "$1"; eval "$0"'
-    return f"exec sh -c '{pick}' '{script}' {quoted}"
+        return f"exec {dialect} -c '{script}' {dialect} {quoted}"
+    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "$2" bash "$1"; eval "$2"'
+    return f"exec sh -c '{pick}' sh {quoted} '{script}'"
 
 
 def local_script(*, feed: bool) -> str:
-    """The script for `SHELL -c SCRIPT kosmos COMMAND` on this machine (no marker: the runner
+    """The script for `SHELL -c SCRIPT SHELL COMMAND` on this machine (no marker: the runner
     knows its child's pid, and sets the environment itself)."""
     return _script(mark=False, feed=feed)
 
