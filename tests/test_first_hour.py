@@ -40,3 +40,28 @@ def test_json_at_a_terminal_shows_the_command_and_question_before_asking(
     # The terminal echoes what is typed; kosmos does not echo it a second time.
     assert "blue-42" not in err
     assert [json.loads(line)["type"] for line in out.splitlines()][-1] == "result"
+
+
+def test_only_a_skill_file_is_taken_as_a_skill(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.default = "[DONE] ran"
+    (project / "notes.md").write_text("# Notes\nNothing to run here.\n")
+    (project / "binary.bin").write_bytes(b"\x7fELF\x00\x01")
+    line = (
+        "not a skill file: a skill is a SKILL.md, or a Markdown file that opens with a --- "
+        "frontmatter block giving its name; pass one, or its folder"
+    )
+    for ref in ("/etc/passwd", "./notes.md", "./binary.bin"):
+        proc = run_cli(["run", ref, "--non-interactive"], env=cli_env, cwd=project)
+        assert proc.returncode == 2, ref
+        assert proc.stderr.strip().splitlines()[-1].endswith(line), proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert llm.requests == []  # nothing was sent to the LLM
+    # A Markdown file with a skill's frontmatter is one; so is any SKILL.md.
+    (project / "mine.md").write_text("---\nname: mine\ndescription: x\n---\nDo it.\n")
+    (project / "bare").mkdir()
+    (project / "bare/SKILL.md").write_text("Just steps, as kosmos-panel wrote them.\n")
+    for ref in ("./mine.md", "./bare/SKILL.md", "./bare"):
+        proc = run_cli(["run", ref, "--non-interactive"], env=cli_env, cwd=project)
+        assert proc.returncode == 0, (ref, proc.stderr)
