@@ -309,6 +309,11 @@ class RunFrontend:
                 if req.skill or not Path(ref).exists():
                     ref = req.skill or resume.started.skill
                 skill = await find_skill(library, ref, runner, settings)
+                if skill.name != resume.started.skill:
+                    raise UsageError(
+                        f"{req.resume} is a run of {resume.started.skill}, not {skill.name}: a "
+                        f"resumed run keeps its skill; drop {req.skill}, or start a new run"
+                    )
                 params = dict(resume.started.params)
             else:
                 if not req.skill:
