@@ -42,8 +42,10 @@ class RunStarted(Event):
     replay_of: str | None = None
     # The target's OS as kosmos detected it (Linux, macOS, FreeBSD, Windows); None if unknown.
     os: str | None = None
-    # --memory: the memory prompt (Target OS block, memory directives, memory index).
+    # --memory: the memory prompt (Target OS block, memory directives, memory index), and
+    # the folder its notes are in (a relative memory_dir is taken from the working directory).
     memory: bool = False
+    memory_dir: str | None = None
 
 
 class KnowledgeLoaded(Event):

@@ -65,3 +65,26 @@ def test_only_a_skill_file_is_taken_as_a_skill(
     for ref in ("./mine.md", "./bare/SKILL.md", "./bare"):
         proc = run_cli(["run", ref, "--non-interactive"], env=cli_env, cwd=project)
         assert proc.returncode == 0, (ref, proc.stderr)
+
+
+def test_the_header_names_the_memory_folder_of_the_directory_it_runs_in(
+    llm: ScriptedLLM, cli_env: dict, project: Path, tmp_path: Path
+) -> None:
+    llm.default = "[DONE] ok"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    skills = ["--skills-dir", str(project / ".kosmos/skills")]
+    for where in (project, elsewhere):
+        proc = run_cli(
+            ["run", "probe", "--memory", "--non-interactive", *skills], env=cli_env, cwd=where
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert f"memory on · notes in {where}/.kosmos-panel/memory · target OS: " in proc.stdout
+        started = json.loads(
+            run_cli(
+                ["run", "probe", "--memory", "--non-interactive", "--json", *skills],
+                env=cli_env,
+                cwd=where,
+            ).stdout.splitlines()[0]
+        )
+        assert started["memory_dir"] == f"{where}/.kosmos-panel/memory"

@@ -241,6 +241,7 @@ class Session:
                 replay_of=self.replay_of,
                 os=self.os_name,
                 memory=self.options.memory,
+                memory_dir=str(self.memory.folder) if self.options.memory else None,
             )
         )
         try:

@@ -61,7 +61,8 @@ class TextRenderer:
                 if event.policy != "ask":
                     c.say(c.style(f"  policy: {event.policy}", "2"))
                 if event.memory:
-                    c.say(c.style(f"  memory on · target OS: {event.os or 'unknown'}", "2"))
+                    notes = f" · notes in {event.memory_dir}" if event.memory_dir else ""
+                    c.say(c.style(f"  memory on{notes} · target OS: {event.os or 'unknown'}", "2"))
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
