@@ -4,12 +4,14 @@ process with a scripted LLM, real files and, where a person types, a real termin
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
-from tests.llmserver import ScriptedLLM
+from tests.llmserver import ScriptedLLM, Status
 from tests.test_fleet_cli import converse
 
 SKILL = "---\nname: probe\ndescription: a test skill\n---\nCheck the host.\n"
@@ -88,3 +90,74 @@ def test_the_header_names_the_memory_folder_of_the_directory_it_runs_in(
             ).stdout.splitlines()[0]
         )
         assert started["memory_dir"] == f"{where}/.kosmos-panel/memory"
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback port whose listener never takes another connection: its accept queue is
+    full, so the kernel drops new SYNs and a connect waits, as for a host that is down."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        fillers.append(s)
+    try:
+        yield port
+    finally:
+        for s in [*fillers, server]:
+            s.close()
+
+
+def test_an_llm_that_takes_no_connection_fails_fast_and_names_the_setting(
+    cli_env: dict, project: Path, silent_port: int
+) -> None:
+    (project / "kosmos.yaml").write_text("llm_connect_timeout: 1\nllm_retries: 2\n")
+    env = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": f"http://127.0.0.1:{silent_port}/v1"}
+    proc = run_cli(["run", "probe", "--non-interactive", "--json"], env=env, cwd=project)
+    assert proc.returncode == 5
+    assert proc.stderr.splitlines()[0] == (
+        f"kosmos: the LLM at http://127.0.0.1:{silent_port}/v1 took no connection within 1 s; "
+        "check that it is up and reachable from here (a firewall that drops packets looks the "
+        "same), or raise llm_connect_timeout in kosmos.yaml"
+    )
+    # Not retried: a dead connect does not wait again for each of the retries.
+    assert "llm_retry" not in [json.loads(line)["type"] for line in proc.stdout.splitlines()]
+
+
+def test_gemini_without_a_key_says_so_before_any_request(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    # No network is needed to know: Google's API takes no request without a key.
+    proc = run_cli(
+        ["run", "probe", "--provider", "gemini", "--non-interactive"], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "kosmos: the Gemini API at https://generativelanguage.googleapis.com/v1beta needs an API "
+        "key and none is set: set KOSMOS_API_KEY or GEMINI_API_KEY (or providers.gemini.api_key "
+        "in kosmos.yaml)"
+    ]
+    # A Gemini-speaking server of one's own may need none.
+    llm.script("[DONE] ok")
+    env = {**cli_env, "GEMINI_BASE_URL": llm.gemini_base_url}
+    proc = run_cli(
+        ["run", "probe", "--provider", "gemini", "--non-interactive"], env=env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_an_error_with_an_empty_body_says_so(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script(Status(404, body=b""))
+    proc = run_cli(["run", "probe", "--non-interactive"], env=cli_env, cwd=project)
+    assert proc.returncode == 5
+    assert f"the LLM at {llm.base_url} answered HTTP 404, with an empty body; check" in (
+        proc.stderr
+    )
+    assert "()" not in proc.stderr
