@@ -67,6 +67,17 @@ def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         )
 
 
+def _check_skills_dirs(args: argparse.Namespace) -> None:
+    """A --skills-dir that is not there is a typo to say, not a place to find nothing in."""
+    for path in getattr(args, "skills_dir", None) or ():
+        if not path.is_dir():
+            what = "not a directory" if path.exists() else "no such directory"
+            raise UsageError(
+                f"--skills-dir {path}: {what}; give a directory that holds skill folders "
+                "(each with a SKILL.md)"
+            )
+
+
 def _non_interactive(args: argparse.Namespace) -> bool:
     """`--non-interactive`, or no one to answer on standard input (kosmos.frontends.stdin)."""
     if args.non_interactive:
@@ -112,6 +123,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     frontend = None
     try:
+        _check_skills_dirs(args)
         settings = _settings(args)
         frontend = _run_frontend(request, settings)
         import asyncio
@@ -131,6 +143,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     from kosmos.frontends.chat import ChatFrontend, ChatRequest
 
+    _check_skills_dirs(args)
     request = ChatRequest(
         host=args.host,
         lang=args.lang,
@@ -147,6 +160,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 def _cmd_skills(args: argparse.Namespace) -> int:
     from kosmos.frontends.skills import list_skills, show_skill
 
+    _check_skills_dirs(args)
     settings = _settings(args)
     if args.skills_command == "show":
         return show_skill(args.name, settings, args.skills_dir, args.host)
@@ -157,6 +171,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from kosmos.skills.params import parse_param_flags
 
     parse_param_flags(args.param)  # a malformed --param fails before the screen opens
+    _check_skills_dirs(args)
     fleet = []
     if len(args.host) > 1 or args.hosts or args.inventory:
         from kosmos.fleet.targets import resolve_hosts

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.llmserver import ScriptedLLM, Status
+from tests.llmserver import ScriptedLLM, Status, call, calls
 from tests.test_fleet_cli import converse
 
 SKILL = "---\nname: probe\ndescription: a test skill\n---\nCheck the host.\n"
@@ -161,3 +161,42 @@ def test_an_error_with_an_empty_body_says_so(
         proc.stderr
     )
     assert "()" not in proc.stderr
+
+
+def test_the_line_dialogue_shows_markdown_plainly_and_a_refused_value(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    (project / ".kosmos/skills/logs").mkdir(parents=True)
+    (project / ".kosmos/skills/logs/SKILL.md").write_text(
+        "---\nname: logs\ndescription: read logs\nparams:\n"
+        "  - {name: lines, required: true, choices: ['20', '50', '100', '200']}\n---\nRead.\n"
+    )
+    llm.script(
+        calls(call("update_params", id="u1", lines="500"), content="**lines:** how many?"),
+        calls(call("update_params", id="u2", lines="50"), content="## Got it\n50 lines."),
+        "[DONE] read",
+    )
+    code, out, err = converse(
+        ["run", "logs", "--transcript", str(project / "t.jsonl")],
+        env=cli_env,
+        cwd=project,
+        replies=[("> ", "50"), ("Run with these parameters? [Y/n]", "")],
+    )
+    assert code == 0, err
+    assert "AI: lines: how many?" in out and "**" not in out
+    assert "not taken: lines = 500: must be one of: 20, 50, 100, 200 (got '500')" in out
+    assert "AI: Got it\n50 lines." in out
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "probe", "--non-interactive"], ["skills", "list"], ["tui"], ["chat"]]
+)
+def test_a_skills_dir_that_is_not_there_is_said(
+    command: list[str], cli_env: dict, project: Path
+) -> None:
+    proc = run_cli([*command, "--skills-dir", "/nonexistent"], env=cli_env, cwd=project)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "kosmos: --skills-dir /nonexistent: no such directory; give a directory that holds "
+        "skill folders (each with a SKILL.md)"
+    )

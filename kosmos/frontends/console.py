@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
@@ -21,6 +22,17 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 class EndOfInput(Exception):
     """Standard input closed while kosmos was waiting for an answer."""
+
+
+_STRONG = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
+
+
+def inline_markdown(text: str, console: Console) -> str:
+    """An LLM's Markdown for a terminal line: `**strong**` and headings in bold (plain without
+    colour), the markers gone; the rest (`code`, lists) reads well as it is."""
+    text = _HEADING.sub(lambda m: console.style(m.group(1), "1"), text)
+    return _STRONG.sub(lambda m: console.style(m.group(1) or m.group(2), "1"), text)
 
 
 def silence(stream: TextIO) -> None:
