@@ -49,9 +49,7 @@ async def test_enter_in_the_filter_opens_the_only_match_and_the_form_takes_the_k
         await until(pilot, awaiting_step(app, 1), "the run's first step")
 
 
-async def test_enter_on_a_skill_in_the_list_moves_to_its_form(
-    llm: ScriptedLLM, home: Path
-) -> None:
+async def test_enter_on_a_skill_in_the_list_moves_to_its_form(llm: ScriptedLLM, home: Path) -> None:
     app = make_app(llm.base_url, home, skill=None)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.focused, Input), "the filter focused")

@@ -95,6 +95,15 @@ def never_started(events: Sequence[Event], source: str) -> tuple[RunPlanned, str
     )
 
 
+def same_skill(resume: Resumed, name: str, given: str | None) -> None:
+    """A resumed run keeps its skill: the one named beside --resume must be it."""
+    if name != resume.started.skill:
+        raise UsageError(
+            f"{resume.source} is a run of {resume.started.skill}, not {name}: a resumed run "
+            f"keeps its skill; drop {given or name}, or start a new run"
+        )
+
+
 def resume_state(events: Sequence[Event], prompts: Prompts, *, source: str) -> Resumed:
     """The state to continue from; UsageError when the run finished or never reached the LLM."""
     started = _segment_start(events, source)

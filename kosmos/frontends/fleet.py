@@ -28,10 +28,10 @@ from kosmos.fleet.shard import Shard, parse_shard
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.fleet_view import FleetView, LineFleetDesk, reason_lines, summary_lines
 from kosmos.frontends.headless import HeadlessOperator
+from kosmos.frontends.params_line import ask_param_in_terminal
 from kosmos.frontends.render import JsonRenderer
 from kosmos.frontends.run import (
     RunFrontend,
-    ask_param_in_terminal,
     resolve_policy,
     skill_library,
 )

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 from kosmos.config import Settings
 from kosmos.engine.params_dialog import DialogReply, DialogState
 from kosmos.events import Emit
 from kosmos.frontends.console import Console, EndOfInput, inline_markdown
 from kosmos.frontends.params_dialogue import dialogue_wanted, run_dialogue
 from kosmos.prompts import Prompts
-from kosmos.skills.model import Skill
+from kosmos.skills.model import Param, Skill
+from kosmos.skills.params import validate_value
 
-__all__ = ["LineParamDialog", "collect_in_dialogue", "dialogue_wanted"]
+__all__ = ["LineParamDialog", "ask_param_in_terminal", "collect_in_dialogue", "dialogue_wanted"]
 
 
 class LineParamDialog:
@@ -66,3 +70,24 @@ async def collect_in_dialogue(
         skill, given, settings, prompts, dialog, emit=emit, on_fallback=fallback
     )
     return given if values is None else values
+
+
+def ask_param_in_terminal(console: Console) -> Callable[[Param], str | None]:
+    """Line mode asks for a missing required parameter, re-asking until its rules are met."""
+
+    def ask(param: Param) -> str | None:
+        about = f" ({param.description})" if param.description else ""
+        choices = f" [{'/'.join(param.choices)}]" if param.choices else ""
+        while True:
+            console.err.write(f"{param.name}{about}{choices}: ")
+            console.err.flush()
+            line = sys.stdin.readline()
+            if not line:
+                return None
+            value = line.strip()
+            problem = validate_value(param, value) if value else "a value is required"
+            if problem is None:
+                return value
+            console.say(f"  {problem}", stream=console.err)
+
+    return ask

@@ -13,26 +13,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kosmos import errors
 from kosmos.config import Settings, user_config_dir
 from kosmos.engine.approval import Policy
 from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
-from kosmos.engine.resume import Resumed, never_started, resume_state
+from kosmos.engine.resume import Resumed, never_started, resume_state, same_skill
 from kosmos.engine.session import Session, SessionOptions
-from kosmos.errors import (
-    EXIT_INTERRUPTED,
-    Aborted,
-    KosmosError,
-    OutputClosed,
-    RecordError,
-    SkillNotFound,
-    UsageError,
-)
+from kosmos.errors import EXIT_INTERRUPTED, Aborted, KosmosError, SkillNotFound, UsageError
 from kosmos.events import Event, Notice, RunFinished, RunPlanned, RunStarted
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
-from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
+from kosmos.frontends.params_line import (
+    ask_param_in_terminal,
+    collect_in_dialogue,
+    dialogue_wanted,
+)
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.local import LocalRunner
@@ -43,8 +40,8 @@ from kosmos.prompts import Prompts
 from kosmos.resources import bundled_recording
 from kosmos.safety import Redactor
 from kosmos.skills.discovery import REMOTE_SKILLS_DIR, SkillLibrary, find_remote_skill
-from kosmos.skills.model import Param, Skill
-from kosmos.skills.params import parse_param_flags, resolve_params, validate_value
+from kosmos.skills.model import Skill
+from kosmos.skills.params import parse_param_flags, resolve_params
 from kosmos.transcript import Transcript, default_path, read_transcript
 
 if TYPE_CHECKING:
@@ -133,27 +130,6 @@ def skill_library(
     return SkillLibrary.default(Path.cwd(), user_config_dir(env, home) / "skills", dirs)
 
 
-def ask_param_in_terminal(console: Console) -> Callable[[Param], str | None]:
-    """Line mode asks for a missing required parameter, re-asking until its rules are met."""
-
-    def ask(param: Param) -> str | None:
-        about = f" ({param.description})" if param.description else ""
-        choices = f" [{'/'.join(param.choices)}]" if param.choices else ""
-        while True:
-            console.err.write(f"{param.name}{about}{choices}: ")
-            console.err.flush()
-            line = sys.stdin.readline()
-            if not line:
-                return None
-            value = line.strip()
-            problem = validate_value(param, value) if value else "a value is required"
-            if problem is None:
-                return value
-            console.say(f"  {problem}", stream=console.err)
-
-    return ask
-
-
 async def find_skill(library: SkillLibrary, ref: str, runner: Runner, settings: Settings) -> Skill:
     """A local skill first; then the host's own skills (seed 001: remote skills)."""
     try:
@@ -202,7 +178,7 @@ class RunFrontend:
         self._early: list[Event] = []
         self._emit: Callable[[Event], None] | None = None
         # No one reads the output any more (`| head`): the run stops, as SIGPIPE would end it.
-        self.console.on_closed = lambda: self.stop(OutputClosed())
+        self.console.on_closed = lambda: self.stop(errors.OutputClosed())
 
     def stop(self, error: KosmosError) -> None:
         """End the run under way with `error` (its output or transcript cannot be written)."""
@@ -233,7 +209,7 @@ class RunFrontend:
                         early = redact_event(early, self.redactor)
                         transcript.write(early.model_copy(update={"host": event.host}))
                     self._early.clear()
-            except RecordError as e:
+            except errors.RecordError as e:
                 self.stop(e)
             renderer(event)
             if json_mode and isinstance(event, RunFinished):
@@ -309,11 +285,7 @@ class RunFrontend:
                 if req.skill or not Path(ref).exists():
                     ref = req.skill or resume.started.skill
                 skill = await find_skill(library, ref, runner, settings)
-                if skill.name != resume.started.skill:
-                    raise UsageError(
-                        f"{req.resume} is a run of {resume.started.skill}, not {skill.name}: a "
-                        f"resumed run keeps its skill; drop {req.skill}, or start a new run"
-                    )
+                same_skill(resume, skill.name, req.skill)
                 params = dict(resume.started.params)
             else:
                 if not req.skill:
@@ -337,15 +309,12 @@ class RunFrontend:
     def _anew(self, plan: RunPlanned, note: str) -> RunRequest:
         """`--resume` of a fleet host that never started: its planned run, into that file."""
         self.console.say(self.console.style(note, "33"), stream=self.console.err)
-        return dataclasses.replace(
-            self.request,
-            skill=plan.skill_path if Path(plan.skill_path).is_file() else plan.skill,
-            host=self.request.host or plan.target,
-            params=[f"{k}={v}" for k, v in plan.params.items()],
-            prompt=plan.prompt,
-            transcript=self.request.transcript or self.request.resume,
-            resume=None,
-        )
+        req, path = self.request, Path(plan.skill_path)
+        changes: dict[str, object] = {"skill": plan.skill, "resume": None}
+        changes["skill"] = str(path) if path.is_file() else plan.skill
+        changes |= {"host": req.host or plan.target, "prompt": plan.prompt}
+        changes |= {"params": [f"{k}={v}" for k, v in plan.params.items()]}
+        return dataclasses.replace(req, transcript=req.transcript or req.resume, **changes)
 
     def _replay_warner(self, session: Session) -> Callable[[str], None]:
         """Where the replayed run's outputs differ: a notice each, or one for a bundled demo."""
