@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kosmos.cli_args import build_parser, parse
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError, UsageError
+from kosmos.errors import EXIT_INTERRUPTED, EXIT_PIPE, KosmosError, UsageError
 
 if TYPE_CHECKING:
     from kosmos.config import Settings
@@ -67,6 +67,17 @@ def _check_run_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         )
 
 
+def _check_skills_dirs(args: argparse.Namespace) -> None:
+    """A --skills-dir that is not there is a typo to say, not a place to find nothing in."""
+    for path in getattr(args, "skills_dir", None) or ():
+        if not path.is_dir():
+            what = "not a directory" if path.exists() else "no such directory"
+            raise UsageError(
+                f"--skills-dir {path}: {what}; give a directory that holds skill folders "
+                "(each with a SKILL.md)"
+            )
+
+
 def _non_interactive(args: argparse.Namespace) -> bool:
     """`--non-interactive`, or no one to answer on standard input (kosmos.frontends.stdin)."""
     if args.non_interactive:
@@ -112,6 +123,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     frontend = None
     try:
+        _check_skills_dirs(args)
         settings = _settings(args)
         frontend = _run_frontend(request, settings)
         import asyncio
@@ -131,6 +143,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     from kosmos.frontends.chat import ChatFrontend, ChatRequest
 
+    _check_skills_dirs(args)
     request = ChatRequest(
         host=args.host,
         lang=args.lang,
@@ -147,6 +160,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 def _cmd_skills(args: argparse.Namespace) -> int:
     from kosmos.frontends.skills import list_skills, show_skill
 
+    _check_skills_dirs(args)
     settings = _settings(args)
     if args.skills_command == "show":
         return show_skill(args.name, settings, args.skills_dir, args.host)
@@ -155,9 +169,9 @@ def _cmd_skills(args: argparse.Namespace) -> int:
 
 def _cmd_tui(args: argparse.Namespace) -> int:
     from kosmos.skills.params import parse_param_flags
-    from kosmos.tui.app import run_tui
 
     parse_param_flags(args.param)  # a malformed --param fails before the screen opens
+    _check_skills_dirs(args)
     fleet = []
     if len(args.host) > 1 or args.hosts or args.inventory:
         from kosmos.fleet.targets import resolve_hosts
@@ -173,8 +187,17 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             f"--canary {args.canary}: not one of the marked hosts ({', '.join(names[:10])}); "
             "pick one of them"
         )
+    settings = _settings(args)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without one, Textual would wait for keys that never come, at full CPU.
+        raise UsageError(
+            "kosmos tui needs a terminal on its standard input and output; run it in one "
+            "(ssh -t for a remote shell), or use `kosmos run` in scripts and pipes"
+        )
+    from kosmos.tui.app import run_tui
+
     return run_tui(
-        _settings(args),
+        settings,
         host=args.host[0] if args.host else "local",
         fleet=fleet,
         forks=args.forks,
@@ -198,7 +221,24 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     return hosts_command(_settings(args), home=Path.home(), check=args.check)
 
 
+def _output_closed() -> int:
+    """The reader of stdout (or stderr) went away (`kosmos skills list | head -1`): exit
+    quietly with 141, as a program that SIGPIPE ends does."""
+    from kosmos.frontends.console import silence
+
+    silence(sys.stdout)
+    silence(sys.stderr)
+    return EXIT_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
     if args.command is None:

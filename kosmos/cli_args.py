@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos import __version__
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a closed stdout is not swallowed: `kosmos --help | head -1`
+    ends as every other command does when its reader goes away."""
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if message:
+            stream = file or sys.stderr
+            stream.write(message)  # type: ignore[attr-defined]
+            stream.flush()  # type: ignore[attr-defined]
 
 
 def _positive_int(text: str) -> int:
@@ -98,7 +111,7 @@ def _fleet_pace_flags(g: argparse.ArgumentParser | argparse._ArgumentGroup, *, w
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kosmos",
         description="Run AI skills against servers: an LLM works through a SKILL.md step by step; "
         "kosmos runs the commands it proposes, with your approval.",
@@ -339,10 +352,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    """`parser.parse_args(argv)`, except that an unknown flag of a subcommand is reported with
-    that subcommand's usage (`kosmos run --frobnicate` shows `kosmos run`'s, not kosmos's)."""
+    """`parser.parse_args(argv)`, except that an unknown flag is one line, named by the
+    innermost subcommand given (`kosmos run: error: ...`), with the closest flag that
+    subcommand has (`--hots`: did you mean --hosts?) instead of the whole usage."""
     args, extra = parser.parse_known_args(argv)
     if extra:
         owner = getattr(args, "command_parser", None) or parser
-        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+        message = f"unrecognized arguments: {' '.join(extra)}"
+        flags = [a for a in extra if a.startswith("--")]
+        known = [f for f in owner._option_string_actions if f.startswith("--")]
+        close = difflib.get_close_matches(flags[0].split("=")[0], known, n=1) if flags else []
+        hint = f"did you mean {close[0]}? " if close else ""
+        owner.exit(2, f"{owner.prog}: error: {message}; {hint}({owner.prog} --help lists all)\n")
     return args

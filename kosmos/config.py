@@ -116,6 +116,7 @@ class Settings(BaseModel):
     temperature: float = Field(0.3, ge=0, le=2)
     max_tokens: int = Field(512, ge=1)
     llm_timeout: float = Field(30, gt=0)
+    llm_connect_timeout: float = Field(5, gt=0)
     llm_retries: int = Field(2, ge=0, le=10)
     knowledge_timeout: float = Field(5, gt=0)
     remote_skill_timeout: float = Field(5, gt=0)
@@ -192,6 +193,7 @@ ALLOWED = {
     "temperature": "a number from 0 to 2",
     "max_tokens": "a whole number of at least 1",
     "llm_timeout": "seconds, more than 0",
+    "llm_connect_timeout": "seconds, more than 0",
     "llm_retries": "a whole number from 0 to 10",
     "knowledge_timeout": "seconds, more than 0",
     "remote_skill_timeout": "seconds, more than 0",

@@ -10,7 +10,12 @@ EXIT_STEP_LIMIT = 3
 EXIT_NEEDS_INPUT = 4
 EXIT_LLM = 5
 EXIT_HOST = 6
+# kosmos could not keep its own record: a transcript or fleet.json could not be written.
+EXIT_RECORD = 7
 EXIT_INTERRUPTED = 130
+# Standard output (or error) was a pipe whose reader went away: 128 + SIGPIPE, as for any
+# program a closed pipe ends.
+EXIT_PIPE = 141
 
 
 class KosmosError(Exception):
@@ -81,3 +86,23 @@ class Aborted(KosmosError):
 
     exit_code = EXIT_INTERRUPTED
     status = "aborted"
+
+
+class RecordError(KosmosError):
+    """kosmos cannot write its record of the run (a transcript, fleet.json): a full disk, an
+    I/O error. The run stops, since what it does could no longer be traced."""
+
+    exit_code = EXIT_RECORD
+    status = "error"
+
+
+class OutputClosed(KosmosError):
+    """The reader of kosmos's standard output (or error) went away (`| head`, `| grep -q`)."""
+
+    exit_code = EXIT_PIPE
+    status = "aborted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "standard output was closed (the program reading it ended); the run stopped"
+        )

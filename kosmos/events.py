@@ -42,8 +42,10 @@ class RunStarted(Event):
     replay_of: str | None = None
     # The target's OS as kosmos detected it (Linux, macOS, FreeBSD, Windows); None if unknown.
     os: str | None = None
-    # --memory: the memory prompt (Target OS block, memory directives, memory index).
+    # --memory: the memory prompt (Target OS block, memory directives, memory index), and
+    # the folder its notes are in (a relative memory_dir is taken from the working directory).
     memory: bool = False
+    memory_dir: str | None = None
     # The kernel lock on the host: `held (Landlock ABI 7, seccomp)` or `not held: why`.
     lock: str | None = None
 
@@ -328,12 +330,27 @@ class ParamsUpdate(Event):
     typed: str | None = None
 
 
+class RunPlanned(Event):
+    """A fleet host's run as it was to start, kept for a host that never got as far as its
+    own run (unreachable, not started), so that `--resume` can start it anew."""
+
+    type: Literal["run_planned"] = "run_planned"
+    skill: str
+    skill_path: str
+    params: dict[str, str] = {}
+    prompt: str | None = None
+    target: str
+
+
 class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
-    # `skipped`: a fleet host that never ran because its canary did not end done.
-    status: Literal["done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"]
+    # A fleet host's own: `skipped` (it never started: its canary did not end done, or the
+    # fleet stopped first) and `unreachable` (no connection to it).
+    status: Literal[
+        "done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped", "unreachable"
+    ]
     steps: int
     message: str
     exit_code: int
@@ -344,6 +361,7 @@ class RunFinished(Event):
 
 AnyEvent = Annotated[
     RunStarted
+    | RunPlanned
     | KnowledgeLoaded
     | Notice
     | LLMRequest

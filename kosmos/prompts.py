@@ -128,9 +128,16 @@ class Prompts:
         return self["SKILL_TARGET_OS_OTHER"].format(os=os_name or "unknown (assume POSIX)")
 
     def skill_folder(self, base: str, files: list[str]) -> str:
-        """What ends the Active Skill block of a skill with files beside its SKILL.md."""
+        """What ends the Active Skill block of a skill with files beside its SKILL.md.
+
+        Commands run where the host's shell starts (the login directory, or kosmos's own on
+        `local`), as every other command and `[GET-FILE]` do: a skill's relative paths
+        would otherwise change meaning with the skill. The block says so, with a full path
+        to copy."""
         listed = "\n".join(self["SKILL_FOLDER_FILE"].format(path=f) for f in files)
-        return self["SKILL_FOLDER"].format(base=base, files=listed)
+        shown = next((f for f in files if f.startswith("scripts/")), files[0] if files else "")
+        example = f"{base.rstrip('/')}/{shown}"
+        return self["SKILL_FOLDER"].format(base=base, files=listed, example=example)
 
     # docs/protocol.md, The first request
     def initial(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import queue
@@ -10,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from kosmos.errors import KosmosError, RecordError, UsageError
 from kosmos.events import Event, parse_event
 
 
@@ -19,6 +22,15 @@ def default_path(directory: Path, skill: str, run_id: str) -> Path:
     return directory / f"{stamp}-{safe}-{run_id[:8]}.jsonl"
 
 
+class WriteFailed(Exception):
+    """A line could not be appended to the file open as `fd` (the first such failure)."""
+
+    def __init__(self, fd: int, error: OSError) -> None:
+        super().__init__(error)
+        self.fd = fd
+        self.error = error
+
+
 class AppendWriter:
     """Appends lines to files from one thread, fsyncing each file once per batch.
 
@@ -26,29 +38,42 @@ class AppendWriter:
     and fsyncs each file it touched: every line reaches the disk, in order, within
     milliseconds, and no run waits on the disk between its steps. A killed kosmos loses at
     most the lines of the last few milliseconds; each file ends with whole lines.
+
+    A line the disk does not take (full, an I/O error) is cut back out of its file, so the
+    file still ends with a whole line, and the first such failure is raised once, from the
+    next `append` or `flush`. Later lines are still tried: the last events of a run that
+    stops for it may yet fit.
     """
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._error: OSError | None = None
+        self._failed: WriteFailed | None = None
+        self._reported = False
 
     def append(self, fd: int, data: bytes) -> None:
-        if self._error is not None:
-            raise self._error
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name="kosmos-writer", daemon=True)
             self._thread.start()
         self._queue.put((fd, data))
+        self._report()
 
     def flush(self) -> None:
-        """Write out and fsync everything handed over; raise a write's error, if any."""
+        """Write out and fsync everything handed over; raise a failure not raised yet."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
-        if self._error is not None:
-            raise self._error
+        self._report()
+
+    def _report(self) -> None:
+        if self._failed is not None and not self._reported:
+            self._reported = True
+            raise self._failed
+
+    def _fail(self, fd: int, error: OSError) -> None:
+        if self._failed is None:
+            self._failed = WriteFailed(fd, error)
 
     def _work(self) -> None:
         while True:
@@ -59,22 +84,34 @@ class AppendWriter:
                 except queue.Empty:
                     break
             touched: set[int] = set()
-            try:
-                for item in batch:
-                    if item is None:
-                        continue
+            for item in batch:
+                if item is not None:
                     fd, data = item
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                    touched.add(fd)
-                for fd in touched:
+                    if self._write(fd, data):
+                        touched.add(fd)
+            for fd in touched:
+                try:
                     os.fsync(fd)
-            except OSError as e:
-                # Raised on the next write from the loop: nothing is dropped silently.
-                self._error = e
+                except OSError as e:
+                    self._fail(fd, e)
             if None in batch:
                 return
+
+    def _write(self, fd: int, data: bytes) -> bool:
+        start = None
+        try:
+            start = os.lseek(fd, 0, os.SEEK_END)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            return True
+        except OSError as e:
+            self._fail(fd, e)
+            if start is not None:
+                # A line cut short by a full disk would tear the file: take it back out.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+            return False
 
 
 class Transcript:
@@ -83,23 +120,66 @@ class Transcript:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._fd: int | None = open_append(path, "the transcript")
         self._writer = AppendWriter()
 
     def write(self, event: Event) -> None:
+        """Append one event; RecordError (once) when the disk stopped taking them."""
         if self._fd is None or not event.persist:
             return
         line = json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n"
-        self._writer.append(self._fd, line.encode("utf-8"))
+        try:
+            self._writer.append(self._fd, line.encode("utf-8"))
+        except WriteFailed as e:
+            raise self._failed(e.error) from None
 
     def close(self) -> None:
         if self._fd is not None:
             try:
                 self._writer.flush()
+            except WriteFailed as e:
+                raise self._failed(e.error) from None
             finally:
                 os.close(self._fd)
                 self._fd = None
+
+    def _failed(self, error: OSError) -> RecordError:
+        return RecordError(
+            f"cannot write the transcript {self.path}: {error.strerror or error}; the run "
+            "stopped there. Free space on that disk, then `kosmos run --resume "
+            f"{self.path}` goes on from its last whole event"
+        )
+
+
+def open_append(path: Path, what: str) -> int:
+    """Open `path` to append to, making its folder; a path that cannot hold a file is a
+    UsageError naming why, a full disk a RecordError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError as e:
+        raise unwritable(path, e, what) from None
+
+
+def unwritable(path: Path, error: OSError, what: str) -> KosmosError:
+    """One line for a file or folder kosmos cannot create: which part of the path is at fault."""
+    if error.errno in _DISK_ERRORS:
+        return RecordError(f"cannot create {what} {path}: {error.strerror}; free space there")
+    reason = error.strerror or str(error)
+    for parent in (path, *path.parents):
+        if parent.exists() or parent.is_symlink():
+            if parent != path and not parent.is_dir():
+                reason = f"{parent} is a file, not a directory"
+            elif parent == path and parent.is_dir():
+                reason = "that is a directory; give a file's path"
+            break
+    return UsageError(
+        f"cannot create {what} {path}: {reason}; give --transcript a path in a directory you "
+        "can write (or set transcript_dir in the config)"
+    )
+
+
+_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
 
 
 def read_transcript(path: Path) -> list[Event]:

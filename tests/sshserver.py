@@ -239,6 +239,10 @@ class FreezableProxy:
     def freeze(self) -> None:
         self.frozen.set()
 
+    def thaw(self) -> None:
+        """New connections are relayed again; those frozen stay silent for good."""
+        self.frozen.clear()
+
     def cut(self) -> None:
         """Drop both ends at once, as a failed link or a rebooted router would."""
         for writer in self._writers:

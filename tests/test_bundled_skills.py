@@ -218,7 +218,9 @@ def test_quick_health_runs_the_script_it_ships(
     assert result["status"] == "done"
     system = llm.requests[0].system
     assert system.endswith(
-        f"\n\nBase directory for this skill: {base.resolve()}\n- scripts/health.sh"
+        f"\n\nBase directory for this skill: {base.resolve()}\n- scripts/health.sh\n"
+        "Commands do not run in this directory: name the skill's files by their full path "
+        f"({base.resolve()}/scripts/health.sh)."
     )
     assert "Parameters:\n- threshold: 70" in llm.requests[0].messages[1]["content"]
     for section in ("load", "memory", "disks over 1%", "failed services", "busiest processes"):

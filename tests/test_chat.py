@@ -134,7 +134,7 @@ VALIDATION = [
     ("rag_search", {"question": "  "}, "unclear", "Empty Param: rag_search::question"),
     (
         "rag_search",
-        {"question": "x" * 31},
+        {"question": "x" * 201},
         "too_long_question",
         "Too Long Param: rag_search::question",
     ),
@@ -204,7 +204,9 @@ async def test_max_lengths_come_from_config(
     chat_cfg["tools"][0]["params"][0]["max_length"] = 5
     llm.script(relevant(), select("rag_search", question="skills"))
     chat = await converse(settings_for(llm.base_url, chat_cfg), ["go"], log_path)
-    assert en("too_long_question") in chat.out.text
+    # The example's own message, then the limit it does not say itself.
+    assert f"{en('too_long_question')}\nAt most 5 characters; this is 6." in chat.out.text
+    assert "At most" not in "".join(m.content for m in chat.agent.history)
 
 
 # -- [exec] ----------------------------------------------------------------------------------

@@ -163,6 +163,9 @@ def test_line_mode_asks_once_for_all_hosts_and_names_them(
     assert code == 0, err
     assert err.count("Run? [y/N/a/e]") == 1
     assert err.count("Which port?") == 1
+    # The risk is said once, in words: not `(read_only: read-only: ...)`.
+    assert "$ echo hi  (read-only" in err
+    assert "read_only" not in err and "read-only: read-only" not in err
     run_dir = next((home / ".local" / "state" / "kosmos" / "runs").glob("*-fleet-*"))
     answers = [
         e["answer"]

@@ -175,7 +175,7 @@ def test_line_mode_shows_each_action(
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "memory on · target OS: Linux" in out
+    assert f"memory on · notes in {here}/.kosmos-panel/memory · target OS: Linux" in out
     assert "[1] [GET-FILE] motd" in out and "└ read · 6 B" in out
     assert "[2] [STORE] MEMORY_motd.md" in out and "    says hello" in out and "└ stored" in out
     assert "[3] [RETRIEVE] MEMORY_Nope.md" in out and "└ error: 'MEMORY_Nope.md' is not" in out

@@ -184,6 +184,17 @@ async def test_values_are_checked_against_the_param_rules(llm: ScriptedLLM) -> N
     }
     result = llm.requests[1].messages[-1]["content"]
     assert "Not saved: port: must be at most 5 characters (got 6)" in result
+    # The operator sees what was not taken, with the value, once: at the next turn.
+    assert dialog.shown[0][1].rejected == {
+        "port": "123456: must be at most 5 characters (got 6)",
+        "mode": "turbo: must be one of: fast, slow (got 'turbo')",
+        "color": "red: no such parameter",
+    }
+    assert dialog.shown[1][1].rejected == {}
+    assert [u[1] for u in updates(events) if u[0] == "rejected"][0] == {
+        "port": "123456",
+        "mode": "turbo",
+    }
 
 
 async def test_the_button_does_nothing_while_something_is_missing(llm: ScriptedLLM) -> None:

@@ -403,6 +403,21 @@ def test_replay_of_another_skill_or_resume_with_params_is_exit_2(
     )
     proc = run_cli(["run", "--resume", str(recorded), "--param", "x=1"], env=cli_env, cwd=project)
     assert proc.returncode == 2 and "keeps the parameters and prompt" in proc.stderr
+    # Another skill's name with --resume is refused the same way, before the LLM is asked.
+    unfinished = project / "unfinished.jsonl"
+    unfinished.write_text("".join(recorded.read_text().splitlines(keepends=True)[:-1]))
+    asked = len(llm.requests)
+    proc = run_cli(
+        ["run", "system-overview", "--resume", str(unfinished), "--non-interactive"],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"kosmos: {unfinished} is a run of probe, not system-overview: a resumed run keeps its "
+        "skill; drop system-overview, or start a new run"
+    )
+    assert len(llm.requests) == asked
 
 
 def test_replay_takes_the_recorded_parameters(

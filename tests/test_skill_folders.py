@@ -75,7 +75,9 @@ def test_on_local_the_skill_runs_beside_its_own_files(
     assert system.endswith(
         "--- Active Skill: probe ---\n## What I do\nRun scripts/hello.sh from this skill's "
         f"folder.\n\nBase directory for this skill: {folder}\n"
-        "- references/notes.md\n- scripts/hello.sh"
+        "- references/notes.md\n- scripts/hello.sh\n"
+        "Commands do not run in this directory: name the skill's files by their full path "
+        f"({folder}/scripts/hello.sh)."
     )
     assert llm.requests[1].last_user_text.startswith("Command output:\nhello from scripts\n")
     ready = next(e for e in events(proc.stdout) if e["type"] == "skill_folder")
@@ -236,3 +238,22 @@ async def test_skill_folder_event_is_in_the_run(llm: ScriptedLLM, tmp_path: Path
     assert ready.how == "local" and ready.bytes == len("# Notes\n") + len(
         (tmp_path / ".kosmos/skills/probe/scripts/hello.sh").read_bytes()
     )
+
+
+def test_a_shell_error_names_the_shell_not_kosmos(
+    llm: ScriptedLLM, ssh_cli_env: dict, remote: Sshd, tmp_path: Path
+) -> None:
+    """`$0` of the shell that runs a command is the shell's name, here and over OpenSSH (the
+    first command, before the host's shell is known, and the next), so an error in a command
+    does not read as kosmos's own."""
+    skill_folder(tmp_path)
+    script = ["[CMD] no-such-cmd-xyz", "[CMD] no-such-cmd-xyz", "[DONE] ok"]
+    for host in ("local", "box"):
+        llm.script(*script)
+        args = ["run", "probe", "--host", host, "--non-interactive", "--yes", "--json"]
+        proc = run_cli(args, env=ssh_cli_env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        for request in llm.requests[-2:]:
+            seen = request.last_user_text
+            assert "bash: line 1: no-such-cmd-xyz: command not found" in seen, (host, seen)
+            assert "kosmos:" not in seen

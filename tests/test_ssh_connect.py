@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
+import struct
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,9 +233,42 @@ async def test_a_port_that_is_not_ssh(ssh_home: Path) -> None:
 
     server, port = await _tcp_server(http)
     async with server:
-        with pytest.raises(ConnectFailed, match="does not speak SSH") as info:
+        with pytest.raises(ConnectFailed) as info:
             await runner_for(f"u@127.0.0.1:{port}").connect()
     assert info.value.reason == "not_ssh"
+    assert str(info.value) == (
+        f"u@127.0.0.1:{port}: 127.0.0.1:{port} closed the connection before any SSH greeting "
+        f"(Connection lost): is {port} an SSH port? If it is, sshd there may be stopping or "
+        "refusing new sessions (MaxStartups)"
+    )
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+async def test_an_sshd_that_goes_mid_handshake_is_said_to_have_closed_it(
+    ssh_home: Path, how: str
+) -> None:
+    """sshd greets, reads the client's version, then its process is gone (a FIN, or an RST
+    when it had unread data): the connection closed during the handshake, not 'not SSH'."""
+
+    async def dying(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")
+        await writer.drain()
+        await reader.readline()
+        if how == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.close()
+
+    server, port = await _tcp_server(dying)
+    async with server:
+        with pytest.raises(ConnectFailed) as info:
+            await runner_for(f"u@127.0.0.1:{port}").connect()
+    message = str(info.value)
+    assert message.startswith(
+        f"u@127.0.0.1:{port}: the connection to 127.0.0.1:{port} closed during the SSH handshake ("
+    )
+    assert "the server had greeted as SSH-2.0-OpenSSH_9.2p1 Debian-2" in message
+    assert "does not speak SSH" not in message and info.value.reason == "closed"
 
 
 async def test_a_server_that_never_answers_times_out(ssh_home: Path) -> None:

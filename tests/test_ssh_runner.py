@@ -430,3 +430,44 @@ async def test_keepalive_gives_up_on_a_server_gone_silent(
         assert result.output.text() == "started\n"
     finally:
         await proxy.stop()
+
+
+async def test_a_timeout_the_host_never_confirms_drops_the_connection(
+    ssh_home: Path, ssh_server: InProcessSSHServer, ssh_keys: Keys
+) -> None:
+    """The link stalls under a command: past its timeout neither the end of the command nor
+    the kill gets through. The connection is dropped, so the next command reconnects at once
+    instead of waiting out its own timeout behind the dead one."""
+    proxy = await FreezableProxy(ssh_server.port).start()
+    try:
+        ssh_dir = write_client_home(
+            ssh_home,
+            ssh_server,
+            ssh_keys[1],
+            extra_config=f"Host relay\n  HostName 127.0.0.1\n  Port {proxy.port}\n  User tester\n",
+        )
+        algorithm, data = ssh_server.host_key.export_public_key().decode().split()[:2]
+        with (ssh_dir / "known_hosts").open("a") as f:
+            f.write(f"[127.0.0.1]:{proxy.port} {algorithm} {data}\n")
+        notices: list[str] = []
+        runner = runner_for("relay")
+        runner.notify = notices.append
+        try:
+
+            def stall(text: str) -> None:
+                if "started" in text:
+                    proxy.freeze()
+
+            first = await runner.run("echo started; sleep 4708", timeout=1, on_output=stall)
+            assert first.timed_out
+            proxy.thaw()  # the path works again for a new connection
+            second = await runner.run("echo two", timeout=30)
+        finally:
+            await runner.close()
+        assert second.exit_code == 0 and second.output.text() == "two\n"
+        assert notices == [
+            "relay: the connection was lost (the host did not answer while a command was "
+            "ended); reconnected"
+        ]
+    finally:
+        await proxy.stop()

@@ -7,7 +7,9 @@ question with the same config and files (tests/trusthelpers.py); both must give 
 from __future__ import annotations
 
 import pwd
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -313,3 +315,32 @@ async def test_a_bad_strict_host_key_checking_value_is_a_config_error(
     assert judged.returncode == 255  # ssh refuses the file too
     with pytest.raises(SSHConfigError, match=r"config line 5: Invalid StrictHostKeyChecking value"):
         await SSHRunner(parse_target("box"), connect_timeout=5).connect()
+
+
+@pytest.mark.parametrize("alias", [None, "web-alias"])
+def test_the_keyscan_hint_for_an_unknown_key_makes_ssh_trust_it(
+    llm: ScriptedLLM, env: dict, remote: Sshd, home: Path, tmp_path: Path, alias: str | None
+) -> None:
+    """The `ssh-keyscan ... >> known_hosts` a refusal suggests, run as written, writes the key
+    where ssh looks for it: under the address and port, or under a HostKeyAlias."""
+    extra = f"  HostKeyAlias {alias}\n" if alias else ""
+    known = client_home(home, remote, extra=extra) / "known_hosts"
+    assert openssh(home).returncode != 0
+    check = subprocess.run(
+        [sys.executable, "-m", "kosmos", "hosts", "--check"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = check.stdout + check.stderr
+    assert check.returncode == 6, said
+    hint = re.search(r"`(ssh-keyscan [^`]+)`", said)
+    assert hint is not None, said
+    subprocess.run(["bash", "-c", hint.group(1)], check=True, capture_output=True, timeout=30)
+    if alias:
+        assert all(line.startswith(f"{alias} ") for line in known.read_text().splitlines())
+    assert openssh(home).returncode == 0, known.read_text()
+    run = kosmos(llm, env, tmp_path)
+    assert run.connected, run.proc.stderr

@@ -148,3 +148,27 @@ async def test_not_offered_when_the_params_are_given_or_the_llm_has_no_tools(
         await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         assert not app.main.query(ParamsTalk)
     assert llm.requests == []
+
+
+async def test_a_value_the_skill_refuses_is_shown_with_why(llm: ScriptedLLM, home: Path) -> None:
+    llm.script(
+        calls(
+            call("update_params", id="u1", service="nginx", port="123456"),
+            content="Which port, then?",
+        ),
+    )
+    app = talk_app(llm, home)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query(ParamsTalk), "the conversation offered")
+        talk_input = app.main.query_one("#talk-input", Input)
+        # The box asks for this skill's own params.
+        assert talk_input.placeholder == "service, port: say them in your own words (enter sends)"
+        talk_input.focus()
+        await pilot.press(*"nginx on port 123456", "enter")
+        await until(pilot, lambda: app.main.query(".talk-rejected"), "the refused value")
+        log = [str(s.render()) for s in app.main.query(".talk-line")]
+        assert log[:2] == [
+            "AI: Which port, then?",
+            "not taken: port = 123456: must be at most 5 characters (got 6)",
+        ]
+        assert field(app, "service") == "nginx" and field(app, "port") == ""

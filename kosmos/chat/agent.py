@@ -289,6 +289,8 @@ class ChatAgent:
         check = validate(tool, name, given, self.t)
         if not check.ok or tool is None:
             self._say(check.say, "result")
+            if check.note:
+                self._say(check.note, "result", remember=False)
             self.log.warning(f"validate_tool_call // {check.log}")
             return None
         self._say(check.say)

@@ -16,7 +16,7 @@ from kosmos.chat.ranking import ToolRanker
 from kosmos.chat.tools import build_tools
 from kosmos.config import Settings
 from kosmos.errors import ConfigError
-from kosmos.llm.factory import key_hint
+from kosmos.llm.factory import key_hint, require_key
 from kosmos.llm.http import LLMHttp
 from kosmos.llm.provider import Capabilities
 from kosmos.llm.structured import StructuredClient
@@ -30,6 +30,7 @@ def _http(base_url: str, settings: Settings, *, provider: str) -> LLMHttp:
     return LLMHttp(
         base_url=base_url,
         timeout=settings.llm_timeout,
+        connect_timeout=settings.llm_connect_timeout,
         retries=settings.llm_retries,
         key_hint=key_hint(settings),
         provider=provider,
@@ -63,6 +64,7 @@ async def open_chat(
     verbose: bool = False,
 ) -> AsyncIterator[ChatAgent]:
     """A ready ChatAgent; everything it opened is closed on the way out."""
+    require_key(settings)
     chat = settings.chat_settings
     catalog = Catalog(lang, chat.messages)
     check_texts(settings, catalog)

@@ -60,6 +60,10 @@ TEXTS: dict[str, tuple[str, str]] = {
         "Параметр {param} слишком длинный (не более {max} символов). "
         "Просьба сформулировать более кратко.",
     ),
+    "limit": (
+        "At most {max} characters; this is {got}.",
+        "Не более {max} символов; здесь {got}.",
+    ),
     "too_long_question": (
         "The question is too long. Please put it more briefly.",
         "Вопрос слишком длинный. Просьба сформулировать более кратко.",

@@ -117,6 +117,8 @@ class Validation:
     say: str
     log: str
     params: dict[str, str]
+    # Shown after `say` but kept out of the conversation: what `say` leaves out (a limit).
+    note: str = ""
 
 
 def validate(
@@ -140,7 +142,13 @@ def validate(
         value = value.strip()
         if p.max_length is not None and len(value) > p.max_length:
             text = catalog(p.too_long, param=p.name, max=p.max_length)
-            return Validation(False, text, f"Too Long Param: {where}", {})
+            # A tool's own message may not say the limit: it is said after it.
+            note = (
+                ""
+                if str(p.max_length) in text
+                else catalog("limit", max=p.max_length, got=len(value))
+            )
+            return Validation(False, text, f"Too Long Param: {where}", {}, note)
         if p.choices is not None and value not in p.choices:
             text = catalog("bad_choice", param=p.name, choices=", ".join(p.choices))
             return Validation(False, text, f"Bad Choice Param: {where}", {})

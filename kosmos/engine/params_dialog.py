@@ -39,6 +39,9 @@ class DialogState:
 
     values: dict[str, str]
     missing: list[str]
+    # Values the LLM gave since the last turn that break their param's rules, so the operator
+    # sees what was not taken: name -> `VALUE: why`.
+    rejected: dict[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -88,6 +91,7 @@ class ParamCollector:
         # Whether the operator answered while every value was on screen (and none changed since):
         # only then does the LLM's confirm_and_run count.
         self.summary_answered = False
+        self.rejected: dict[str, str] = {}
 
     # -- state ---------------------------------------------------------------------------
 
@@ -96,7 +100,7 @@ class ParamCollector:
         return [p.name for p in self.skill.params if p.required and p.name not in self.values]
 
     def state(self) -> DialogState:
-        return DialogState(dict(self.values), self.missing)
+        return DialogState(dict(self.values), self.missing, dict(self.rejected))
 
     def state_block(self) -> str:
         """The `[SYSTEM STATE]` block sent before every call: what is collected, what is missing."""
@@ -147,10 +151,12 @@ class ParamCollector:
         """Merge: each valid new value overwrites, every other value stays."""
         accepted: dict[str, str] = {}
         problems: dict[str, str] = {}
+        refused: dict[str, str] = {}
         for name, raw in args.items():
             param = self.skill.param(name)
             if param is None:
                 problems[name] = "no such parameter"
+                self.rejected[name] = f"{raw}: no such parameter"
                 continue
             if raw is None or (isinstance(raw, str) and not raw.strip()):
                 continue  # an empty value never erases a collected one
@@ -158,6 +164,8 @@ class ParamCollector:
             problem = validate_value(param, value)
             if problem is not None:
                 problems[name] = problem
+                refused[name] = value
+                self.rejected[name] = f"{value}: {problem}"
             else:
                 accepted[name] = value
         if any(self.values.get(k) != v for k, v in accepted.items()):
@@ -166,7 +174,11 @@ class ParamCollector:
         if accepted:
             self.emit(ParamsUpdate(kind="update", values=accepted, missing=self.missing))
         if problems:
-            self.emit(ParamsUpdate(kind="rejected", problems=problems, missing=self.missing))
+            self.emit(
+                ParamsUpdate(
+                    kind="rejected", values=refused, problems=problems, missing=self.missing
+                )
+            )
         result = self.prompts["PARAMS_SAVED"].format(
             collected=json.dumps(self.values, ensure_ascii=False)
         )
@@ -227,6 +239,7 @@ class ParamCollector:
             text = reply.text.strip()
             while True:
                 shown = self.state()
+                self.rejected = {}  # said once, with this turn
                 answer = await self.dialog.turn(text, shown)
                 self.emit(ParamsUpdate(kind="turn", said=text, typed=answer.text))
                 if shown.complete and answer.text and answer.text.strip():

@@ -32,6 +32,7 @@ from kosmos.events import (
     MemoryAction,
     Message,
     RunFinished,
+    RunPlanned,
     RunStarted,
 )
 from kosmos.llm.provider import Reply
@@ -77,6 +78,30 @@ def _segment_start(events: Sequence[Event], source: str) -> RunStarted:
     if not starts:
         raise UsageError(f"{source}: no run_started event; is it a kosmos transcript?")
     return starts[-1]
+
+
+def never_started(events: Sequence[Event], source: str) -> tuple[RunPlanned, str] | None:
+    """A fleet host's transcript whose run never started (unreachable, not started): the run
+    as planned, and the line that says it is started anew; None for any other transcript."""
+    plans = [e for e in events if isinstance(e, RunPlanned)]
+    if not plans or any(isinstance(e, RunStarted) for e in events):
+        return None
+    plan = plans[-1]
+    ended = [e.status for e in events if isinstance(e, RunFinished)]
+    how = f" ({ended[-1]})" if ended else ""
+    return plan, (
+        f"{source}: {plan.host} never started in its fleet run{how}; running {plan.skill} "
+        "on it anew"
+    )
+
+
+def same_skill(resume: Resumed, name: str, given: str | None) -> None:
+    """A resumed run keeps its skill: the one named beside --resume must be it."""
+    if name != resume.started.skill:
+        raise UsageError(
+            f"{resume.source} is a run of {resume.started.skill}, not {name}: a resumed run "
+            f"keeps its skill; drop {given or name}, or start a new run"
+        )
 
 
 def resume_state(events: Sequence[Event], prompts: Prompts, *, source: str) -> Resumed:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import traceback
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -17,6 +16,7 @@ from kosmos.engine.actions import Actions
 from kosmos.engine.approval import ApprovalGate, Policy
 from kosmos.engine.commands import CommandStep
 from kosmos.engine.envelope import app_command
+from kosmos.engine.fault import preview, unexpected_line
 from kosmos.engine.guard import outgoing, redact_message
 from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
@@ -60,15 +60,6 @@ __all__ = ["LLM_MAX_BYTES", "LLM_MAX_LINES", "Session", "SessionOptions"]
 
 State = Literal["idle", "waiting_cmd", "waiting_user", "done"]
 
-# What the run was doing in each state, for the line an unexpected error ends it with.
-_DOING: dict[str, str] = {
-    "idle": "waiting for the LLM",
-    "waiting_cmd": "running a command",
-    "waiting_user": "waiting for an answer",
-    "done": "finishing",
-}
-_PACKAGE = Path(__file__).resolve().parent.parent
-
 
 @dataclass(frozen=True)
 class SessionOptions:
@@ -92,11 +83,6 @@ class SessionOptions:
     memory: bool = False
     # Where memory notes live; kosmos-panel's ./.kosmos-panel/memory when not given.
     memory_dir: Path | None = None
-
-
-def _preview(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class Session:
@@ -133,6 +119,8 @@ class Session:
         self.reached = 0  # the last step the run got to: what RunFinished.steps reports
         self.state: State = "idle"
         self.result: RunFinished | None = None
+        self._task: asyncio.Task[RunFinished] | None = None
+        self._stopped: KosmosError | None = None
         self._sent_upto = 0
         self._started = 0.0
         # What the system prompt is built from; `_start` fills it in.
@@ -197,6 +185,12 @@ class Session:
         stop.set()
         return True
 
+    def stop(self, error: KosmosError) -> None:
+        """End the run now with `error` (its output or transcript cannot be written)."""
+        if self._stopped is None and self._task is not None and self.state != "done":
+            self._stopped = error
+            self._task.cancel()
+
     @property
     def command_running(self) -> bool:
         stop = self.commands.stop
@@ -208,6 +202,7 @@ class Session:
         `resume`: continue the conversation a transcript recorded instead of starting anew.
         """
         self._started = time.monotonic()
+        self._task = asyncio.current_task()  # type: ignore[assignment]
         learnt = await context.learn(
             self.runner,
             fresh=resume is None,
@@ -234,6 +229,7 @@ class Session:
                 os=self.os_name,
                 memory=self.options.memory,
                 lock=learnt.lock.describe() if learnt.lock else None,
+                memory_dir=str(self.memory.folder) if self.options.memory else None,
             )
         )
         for notice in context.lock_notices(self.runner, learnt.lock, self.options.policy):
@@ -257,10 +253,19 @@ class Session:
         except KosmosError as e:
             return self._finish(e.status, str(e), e.exit_code)
         except asyncio.CancelledError:
+            if (why := self._stopped) is not None and self._task and self._task.uncancel() == 0:
+                return self._finish(why.status, str(why), why.exit_code)
             self._finish("aborted", "interrupted by the operator", EXIT_INTERRUPTED)
             raise
         except Exception as e:  # noqa: BLE001 - whatever the fault, the run ends with its result
-            return self._finish("error", self._unexpected(e), EXIT_FAILED)
+            line = unexpected_line(
+                e,
+                step=self.reached,
+                starting=self.step == 0,
+                state=self.state,
+                transcript=self.transcript,
+            )
+            return self._finish("error", line, EXIT_FAILED)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -325,7 +330,7 @@ class Session:
                     raise RunFailed(
                         f"the LLM answered {format_errors} times in a row without one of the tags "
                         f"[CMD], [ASK], [ASK:optional], [MESSAGE], [DONE]; last reply: "
-                        f"{_preview(reply.text)!r}; try a larger model or a lower temperature"
+                        f"{preview(reply.text)!r}; try a larger model or a lower temperature"
                     )
                 if parsed is None or self.options.non_interactive:
                     self._next_step()
@@ -380,7 +385,7 @@ class Session:
             # The last directive is on screen; say that it was not acted on.
             left = ""
             if pending is not None and pending.kind == "cmd":
-                left = f"; its last command was not run ({_preview(pending.text)})"
+                left = f"; its last command was not run ({preview(pending.text)})"
             elif pending is not None and pending.kind == "ask":
                 left = "; its last question was not asked"
             elif pending is not None and pending.kind in ACTION_TAGS:
@@ -456,28 +461,9 @@ class Session:
             Question(step=step, text=parsed.text, required=parsed.required)
         )
         if parsed.required and not (answer or "").strip():
-            raise InputNeeded(f"the skill needs an answer to: {_preview(parsed.text)}")
+            raise InputNeeded(f"the skill needs an answer to: {preview(parsed.text)}")
         self.emit(Answer(step=step, question=parsed.text, answer=answer, required=parsed.required))
         return self.prompts.user_response(answer or "", self.step, self.options.max_steps)
-
-    def _unexpected(self, error: Exception) -> str:
-        """One line for a fault kosmos has no message for: what, where, and what to do."""
-        doing = "starting the run" if self.step == 0 else _DOING[self.state]
-        text = " ".join(str(error).split()) or "no details"
-        if len(text) > 300:
-            text = text[:299] + "…"
-        where = ""
-        for frame in reversed(traceback.extract_tb(error.__traceback__)):
-            path = Path(frame.filename).resolve()
-            if path.is_relative_to(_PACKAGE):
-                where = f" at {path.relative_to(_PACKAGE.parent)}:{frame.lineno}"
-                break
-        report = f"the transcript {self.transcript}" if self.transcript else "this line"
-        return (
-            f"step {max(self.reached, 1)}: unexpected {type(error).__name__} while {doing}: "
-            f"{text}{where}; the run stopped. Unless it names a fault of this machine or the "
-            f"host, report it as a kosmos bug with {report}"
-        )
 
     def _finish(self, status: str, message: str, exit_code: int) -> RunFinished:
         self.state = "done"

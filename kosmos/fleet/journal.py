@@ -7,13 +7,18 @@ AppendWriter appends it to its host's file and fsyncs each file once per batch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from kosmos.errors import RecordError, UsageError
 from kosmos.events import Event
-from kosmos.transcript import AppendWriter
+from kosmos.fleet.results import names
+from kosmos.transcript import AppendWriter, WriteFailed, open_append, unwritable
 
 
 def host_file_name(host: str) -> str:
@@ -25,7 +30,10 @@ class Journal:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise unwritable(directory, e, "the fleet's run directory") from None
         self._fds: dict[str, int] = {}
         self._writer = AppendWriter()
 
@@ -33,16 +41,22 @@ class Journal:
         return self.directory / host_file_name(host)
 
     def write(self, event: Event) -> None:
-        """Queue one event for its host's file (events without a host are not kept here)."""
+        """Queue one event for its host's file (events without a host are not kept here);
+        RecordError (once) when the disk stopped taking them."""
         if not event.persist or event.host is None:
             return
         line = json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n"
-        self._writer.append(self._fd(event.host), line.encode("utf-8"))
+        try:
+            self._writer.append(self._fd(event.host), line.encode("utf-8"))
+        except WriteFailed as e:
+            raise self._failed(e) from None
 
     def close(self) -> None:
         """Write out everything queued, fsync and close every file."""
         try:
             self._writer.flush()
+        except WriteFailed as e:
+            raise self._failed(e) from None
         finally:
             for fd in self._fds.values():
                 os.close(fd)
@@ -50,6 +64,49 @@ class Journal:
 
     def _fd(self, host: str) -> int:
         if host not in self._fds:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
-            self._fds[host] = os.open(self.path(host), flags, 0o600)
+            self._fds[host] = open_append(self.path(host), "the transcript")
         return self._fds[host]
+
+    def _failed(self, failure: WriteFailed) -> RecordError:
+        name = next((host for host, fd in self._fds.items() if fd == failure.fd), "?")
+        error = failure.error
+        return RecordError(
+            f"cannot write the transcript {self.path(name)}: {error.strerror or error}; "
+            "the fleet stopped, starting no more hosts"
+        )
+
+
+def write_fleet_json(path: Path, result: BaseModel) -> None:
+    """fleet.json, whole or not at all (written beside it, then renamed over it); a disk that
+    does not take it is a RecordError."""
+    text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    part = path.with_name(path.name + ".part")
+    try:
+        part.write_text(text, encoding="utf-8")
+        os.replace(part, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            part.unlink()
+        raise RecordError(
+            f"cannot write {path}: {e.strerror or e}; the summary printed here is the "
+            "fleet's only record"
+        ) from None
+
+
+def refuse_earlier_run(directory: Path) -> None:
+    """A run directory must not hold another run: its fleet.json would be replaced and each
+    host's file would hold two runs, which neither `--resume` nor `fleet merge` can tell apart."""
+    try:
+        earlier = sorted(
+            p.name for p in directory.iterdir() if p.name == "fleet.json" or p.suffix == ".jsonl"
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as e:
+        raise unwritable(directory, e, "the fleet's run directory") from None
+    if earlier:
+        raise UsageError(
+            f"--transcript {directory}: holds an earlier fleet run ({names(earlier, 60)}); "
+            "give a new "
+            "directory, or leave --transcript out for a fresh one"
+        )

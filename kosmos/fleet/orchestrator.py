@@ -158,6 +158,7 @@ class Fleet:
         redact: Callable[[str], str] | None = None,
         skill: str | None = None,
         shard: str | None = None,
+        transcript_of: Callable[[str], Any] | None = None,
     ) -> None:
         if not hosts:
             raise UsageError("no hosts to run on; give --host, --hosts or -i INVENTORY")
@@ -181,7 +182,11 @@ class Fleet:
         self.on_event = on_event
         # Sessions mask secrets in their own events; this masks the fleet's (connect errors).
         self.redact = redact or (lambda text: text)
+        # Where each host's transcript is (named in results of hosts that never ran a session).
+        self.transcript_of = transcript_of
         self.runs = {h.name: HostRun(h, canary=h.name == canary) for h in hosts}
+        # `stop`: the error that ended the fleet early (its record cannot be kept, say).
+        self.stopped: KosmosError | None = None
         self._forks = asyncio.Semaphore(forks)
         self._started = 0.0
         self._finished: float | None = None
@@ -207,7 +212,9 @@ class Fleet:
         finally:
             self._finished = time.monotonic()
             for run in self.runs.values():
-                if run.result is None:
+                if run.result is None and run.started is None:
+                    self._not_started(run, self.stopped or "the fleet was interrupted")
+                elif run.result is None:
                     self._end_without_session(
                         run, "aborted", EXIT_INTERRUPTED, "interrupted before it finished"
                     )
@@ -215,11 +222,28 @@ class Fleet:
             self._emit(self.result)
         return self.result
 
+    def stop(self, error: KosmosError) -> None:
+        """End the fleet early with `error`: no more hosts start, and each host's run under
+        way ends now, its command stopped as Ctrl-C stops it. `run` still returns the
+        summary, whose exit code is the error's."""
+        if self.stopped is not None:
+            return
+        self.stopped = error
+        for run in self.runs.values():
+            if run.session is not None and run.result is None:
+                run.session.stop(error)
+
+    def _not_started(self, run: HostRun, why: KosmosError | str) -> None:
+        code = why.exit_code if isinstance(why, KosmosError) else EXIT_INTERRUPTED
+        self._end_without_session(run, "skipped", code, f"not started: {why}")
+
     async def _with_canary(self, canary: HostRun) -> None:
         record = CanaryRecord(canary.name)
         await self._host(canary, record=record)
         others = [r for r in self.runs.values() if r is not canary]
         assert canary.result is not None
+        if self.stopped is not None:
+            return  # the others are reported as not started
         if canary.result.status != "done":
             for run in others:
                 self._end_without_session(
@@ -239,6 +263,8 @@ class Fleet:
         replay_of: CanaryRecord | None = None,
     ) -> None:
         async with self._forks:
+            if self.stopped is not None:
+                return self._not_started(run, self.stopped)
             run.started = time.monotonic()
             run.state = "connecting"
             runner: Runner | None = None
@@ -259,6 +285,11 @@ class Fleet:
                 if runner is not None:
                     await _close_quietly(runner)
                 return
+            if self.stopped is not None:
+                await _close_quietly(runner)
+                return self._end_without_session(
+                    run, "skipped", self.stopped.exit_code, f"not started: {self.stopped}"
+                )
             try:
                 await self._session(run, runner, record, replay_of)
             except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet
@@ -325,6 +356,7 @@ class Fleet:
         if run.result is not None:
             return
         run.finished = time.monotonic()
+        where = self.transcript_of(run.name) if self.transcript_of is not None else None
         result = RunFinished(
             host=run.name,
             status=status if status in _RESULT_STATUSES else "error",  # type: ignore[arg-type]
@@ -332,6 +364,7 @@ class Fleet:
             message=self.redact(message),
             exit_code=exit_code,
             duration_s=run.elapsed(),
+            transcript=None if where is None else str(where),
         )
         run.result = result
         run.state = status  # type: ignore[assignment]
@@ -348,7 +381,7 @@ class Fleet:
                 HostSummary(
                     host=run.name,
                     target=run.spec.target,
-                    status=run.state if r is None or run.state == "unreachable" else r.status,
+                    status=r.status if r else run.state,
                     steps=r.steps if r else run.step,
                     duration_s=round(run.elapsed(), 3),
                     last_exit_code=run.last_exit,
@@ -362,11 +395,13 @@ class Fleet:
             )
         end = self._finished or time.monotonic()
         duration = end - self._started if self._started else 0.0
-        return fleet_result(hosts, duration, skill=self.skill, shard=self.shard)
+        return fleet_result(
+            hosts, duration, skill=self.skill, shard=self.shard, stopped=self.stopped
+        )
 
 
 _RESULT_STATUSES = frozenset(
-    {"done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped"}
+    {"done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped", "unreachable"}
 )
 
 

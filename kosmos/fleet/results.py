@@ -14,14 +14,18 @@ from kosmos.errors import (
     EXIT_INTERRUPTED,
     EXIT_LLM,
     EXIT_NEEDS_INPUT,
+    EXIT_PIPE,
+    EXIT_RECORD,
     EXIT_STEP_LIMIT,
     EXIT_USAGE,
+    KosmosError,
 )
 from kosmos.events import Event
 
-# A fleet exits with the first of these codes that some host ended with.
-EXIT_PRIORITY = (EXIT_INTERRUPTED, EXIT_HOST, EXIT_LLM, EXIT_FAILED, EXIT_NEEDS_INPUT)
-EXIT_PRIORITY += (EXIT_STEP_LIMIT, EXIT_USAGE)
+# A fleet exits with the first of these codes that some host ended with; a fleet stopped
+# early (its record could not be kept, its output was closed, Ctrl-C) comes first.
+EXIT_PRIORITY = (EXIT_RECORD, EXIT_PIPE, EXIT_INTERRUPTED, EXIT_HOST, EXIT_LLM, EXIT_FAILED)
+EXIT_PRIORITY += (EXIT_NEEDS_INPUT, EXIT_STEP_LIMIT, EXIT_USAGE)
 
 
 class HostSummary(BaseModel):
@@ -71,19 +75,25 @@ def fleet_result(
     *,
     skill: str | None = None,
     shard: str | None = None,
+    stopped: KosmosError | None = None,
 ) -> FleetFinished:
-    """The fleet's `result` from its hosts' summaries: counts, the message, the exit code."""
+    """The fleet's `result` from its hosts' summaries: counts, the message, the exit code;
+    `stopped`: the error that ended the fleet early, which gives the exit code."""
     code = fleet_exit_code([h.exit_code for h in hosts])
+    if stopped is not None:
+        code = stopped.exit_code
     counts: dict[str, int] = {}
     for h in hosts:
         counts[h.status] = counts.get(h.status, 0) + 1
     done = counts.get("done", 0)
     rest = [
-        f"{n} {status} ({', '.join(h.host for h in hosts if h.status == status)[:120]})"
+        f"{n} {status} ({names([h.host for h in hosts if h.status == status])})"
         for status, n in counts.items()
         if status != "done"
     ]
     message = f"{done} of {len(hosts)} hosts done" + ("; " + "; ".join(rest) if rest else "")
+    if stopped is not None:
+        message = f"stopped early: {stopped}; {message}"
     return FleetFinished(
         status=STATUS_OF_CODE.get(code, "error"),
         exit_code=code,
@@ -96,6 +106,21 @@ def fleet_result(
     )
 
 
+def names(hosts: Sequence[str], width: int = 120) -> str:
+    """Host names, comma-separated, as many as fit in about `width` characters; the rest
+    counted (`web1, web2 and 48 more`)."""
+    shown: list[str] = []
+    size = 0
+    for i, name in enumerate(hosts):
+        left = len(hosts) - i - 1
+        tail = len(f" and {left} more") if left else 0
+        if shown and size + 2 + len(name) + tail > width:
+            return f"{', '.join(shown)} and {len(hosts) - len(shown)} more"
+        shown.append(name)
+        size += len(name) + (2 if len(shown) > 1 else 0)
+    return ", ".join(shown)
+
+
 STATUS_OF_CODE = {
     EXIT_DONE: "done",
     EXIT_FAILED: "failed",
@@ -105,6 +130,8 @@ STATUS_OF_CODE = {
     EXIT_LLM: "error",
     EXIT_HOST: "error",
     EXIT_INTERRUPTED: "aborted",
+    EXIT_PIPE: "aborted",
+    EXIT_RECORD: "error",
 }
 
 
@@ -139,3 +166,18 @@ def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
             row.append(h.mode + (f" at step {h.diverged_at_step}" if h.diverged_at_step else ""))
         rows.append(row)
     return table(headers, rows)
+
+
+def reason_lines(result: FleetFinished, width: int = 300) -> list[str]:
+    """Why each host that is not done ended as it did, under the summary table: hosts that
+    ended for the same reason share a line (`h2, h3 and 40 more: not run: ...`)."""
+    reasons: dict[str, list[str]] = {}
+    for h in result.hosts:
+        if h.status != "done" and h.message:
+            reasons.setdefault(h.message, []).append(h.host)
+    lines = []
+    for message, hosts in reasons.items():
+        flat = " ".join(message.split())
+        said = flat if len(flat) <= width else flat[: width - 1] + "…"
+        lines.append(f"  {names(hosts, 60)}: {said}")
+    return lines

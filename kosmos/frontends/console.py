@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 try:
@@ -19,6 +22,28 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 class EndOfInput(Exception):
     """Standard input closed while kosmos was waiting for an answer."""
+
+
+_STRONG = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
+
+
+def inline_markdown(text: str, console: Console) -> str:
+    """An LLM's Markdown for a terminal line: `**strong**` and headings in bold (plain without
+    colour), the markers gone; the rest (`code`, lists) reads well as it is."""
+    text = _HEADING.sub(lambda m: console.style(m.group(1), "1"), text)
+    return _STRONG.sub(lambda m: console.style(m.group(1) or m.group(2), "1"), text)
+
+
+def silence(stream: TextIO) -> None:
+    """Point a stream whose reader went away at /dev/null, so that later writes and the
+    flush at exit go nowhere instead of raising (or printing "Exception ignored")."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 class Console:
@@ -38,6 +63,9 @@ class Console:
         self.color = self.err.isatty() if color is None else color
         self._spinner: asyncio.Task[None] | None = None
         self.last_error: str | None = None
+        # Called once when a stream's reader went away (`| head`): the front end stops.
+        self.on_closed: Callable[[], None] | None = None
+        self.closed = False
 
     # -- writing -----------------------------------------------------------------------
 
@@ -46,14 +74,25 @@ class Console:
 
     def say(self, text: str = "", *, stream: TextIO | None = None) -> None:
         self.stop_spinner()
-        target = stream or self.out
-        target.write(text + "\n")
-        target.flush()
+        self.put(stream or self.out, text + "\n")
 
     def write(self, text: str) -> None:
         self.stop_spinner()
-        self.out.write(text)
-        self.out.flush()
+        self.put(self.out, text)
+
+    def put(self, stream: TextIO, text: str) -> None:
+        """Write and flush. A pipe whose reader went away is silenced and reported once to
+        `on_closed`; with none set, BrokenPipeError is raised."""
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            silence(stream)
+            if self.on_closed is None:
+                raise  # no run to stop: the command ends (kosmos.cli: exit 141)
+            if not self.closed:
+                self.closed = True
+                self.on_closed()
 
     def error(self, text: str) -> None:
         """One error line on stderr, unless it is the very line shown last."""
@@ -74,16 +113,14 @@ class Console:
         if self._spinner is not None:
             self._spinner.cancel()
             self._spinner = None
-            self.err.write("\r\x1b[K")
-            self.err.flush()
+            self.put(self.err, "\r\x1b[K")
 
     async def _spin(self, label: str) -> None:
         started = time.monotonic()
         i = 0
         while True:
             elapsed = time.monotonic() - started
-            self.err.write(f"\r\x1b[K{SPINNER[i % len(SPINNER)]} {label} {elapsed:4.1f}s")
-            self.err.flush()
+            self.put(self.err, f"\r\x1b[K{SPINNER[i % len(SPINNER)]} {label} {elapsed:4.1f}s")
             i += 1
             await asyncio.sleep(0.1)
 
@@ -121,11 +158,17 @@ class Console:
         threading.Thread(target=read, daemon=True, name="kosmos-input").start()
         try:
             return await future
+        except BrokenPipeError as e:
+            # The prompt could not be shown: no one is there to answer it.
+            self.put(self.err, "")
+            self.put(self.out, "")
+            if self.on_closed is not None:
+                await asyncio.sleep(0)  # the front end's stop arrives here
+            raise EndOfInput("output closed") from e
         except asyncio.CancelledError:
             self._restore_terminal(saved)
             # Ctrl-C at a prompt: end the prompt's line so that what follows starts its own.
-            self.err.write("\n")
-            self.err.flush()
+            self.put(self.err, "\n")
             raise
 
     def _terminal_state(self) -> list[Any] | None:
@@ -147,12 +190,8 @@ class Console:
         return await self.ask(prompt, secret=True)
 
     def _interactive(self) -> bool:
-        return (
-            self.stdin is sys.stdin
-            and sys.stdin.isatty()
-            and self.out is sys.stdout
-            and sys.stdout.isatty()
-        )
+        # input() shows its prompt on stdout: at a terminal that is the screen, --json or not.
+        return self.stdin is sys.stdin and sys.stdin.isatty() and sys.stdout.isatty()
 
     def _read_secret(self, prompt: str) -> str:
         if self.stdin is sys.stdin and sys.stdin.isatty():
@@ -185,7 +224,8 @@ class Console:
         line = self.stdin.readline()
         if not line:
             raise EOFError
-        # Piped answers are not echoed by a terminal: show each after its prompt, as typed.
-        self.err.write(line.rstrip("\r\n") + "\n")
-        self.err.flush()
+        if not self.stdin.isatty():
+            # Piped answers are not echoed by a terminal: show each after its prompt, as typed.
+            self.err.write(line.rstrip("\r\n") + "\n")
+            self.err.flush()
         return line.rstrip("\r\n")

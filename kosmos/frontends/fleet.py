@@ -11,15 +11,16 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from kosmos import errors
 from kosmos.config import Settings
 from kosmos.engine.operator import Operator
-from kosmos.errors import KosmosError, UsageError
+from kosmos.errors import KosmosError, RecordError, UsageError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
-from kosmos.fleet.journal import Journal
+from kosmos.fleet.journal import Journal, refuse_earlier_run
 from kosmos.fleet.orchestrator import Fleet
-from kosmos.fleet.results import FleetFinished, fleet_result, summary_lines
+from kosmos.fleet.results import FleetFinished, fleet_result, reason_lines, summary_lines
 from kosmos.fleet.shard import Shard, parse_shard
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.console import Console
@@ -34,7 +35,7 @@ from kosmos.hosts.runner import Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
-from kosmos.runs.fleet import FleetSessions, fleet_run_dir, write_fleet_result
+from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
 from kosmos.runs.redactor import run_redactor
 from kosmos.runs.skills import skill_library
 from kosmos.skills.model import Skill
@@ -57,6 +58,14 @@ class FleetFrontend:
         self.redactor = run_redactor(settings, env)
         self.broker: ApprovalBroker | None = None
         self.on_event: Callable[[Event], None] | None = None
+        self.fleet: Fleet | None = None
+        # No one reads the output any more (`| head`): the fleet stops, as SIGPIPE would end it.
+        self.console.on_closed = lambda: self.stop(errors.OutputClosed())
+
+    def stop(self, error: KosmosError) -> None:
+        """End the fleet early (its output or transcripts cannot be written)."""
+        if self.fleet is not None:
+            self.fleet.stop(error)
 
     def fail_early(self, error: KosmosError) -> int:
         """An error before the fleet started: one line on stderr (and a --json result line)."""
@@ -126,7 +135,7 @@ class FleetFrontend:
                 self.console.style(f"  ! skill file: {warning}", "33"), stream=self.console.err
             )
         skill = skill.model_copy(update={"warnings": ()})
-        record = self.canary_record(skill)
+        replayed = self.canary_record(skill)
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
         run_id = uuid.uuid4().hex
@@ -136,23 +145,16 @@ class FleetFrontend:
                 f"--transcript {run_dir}: a fleet writes one transcript per host into a "
                 "directory; give a directory (new or existing)"
             )
+        refuse_earlier_run(run_dir)
         if not hosts and self.shard is not None:
             # A job of a matrix that this fleet's split leaves nothing to: done, and said so.
             run_dir.mkdir(parents=True, exist_ok=True)
             result = fleet_result([], 0.0, skill=skill.name, shard=str(self.shard))
             self.console.say(f"shard {self.shard} takes none of this run's hosts")
-            self._report(result, run_dir, canary=False)
-            return result.exit_code
+            return self._report(result, run_dir, canary=False)
         journal = Journal(run_dir)
         provider = make_provider(settings)
-        json_out = JsonRenderer() if req.json else None
-
-        def on_event(event: Event) -> None:
-            journal.write(event)
-            if json_out is not None:
-                json_out(event)
-            view(event)
-
+        json_out = JsonRenderer(console=self.console) if req.json else None
         sessions = FleetSessions(
             skill,
             params,
@@ -163,6 +165,13 @@ class FleetFrontend:
             choices=req.choices(),
             run_id=run_id,
         )
+        recorder = FleetRecorder(sessions)
+
+        def on_event(event: Event) -> None:
+            recorder(event)
+            if json_out is not None:
+                json_out(event)
+            view(event)
 
         def make_operator(spec: HostSpec) -> Operator:
             if self.broker is not None:
@@ -179,12 +188,14 @@ class FleetFrontend:
             forks=req.forks,
             llm_concurrency=req.llm_concurrency,
             canary=req.canary,
-            canary_record=record,
+            canary_record=replayed,
             on_event=on_event,
             redact=self.redactor,
             skill=skill.name,
             shard=str(self.shard) if self.shard else None,
+            transcript_of=journal.path,
         )
+        recorder.fleet = self.fleet = fleet
         # A terminal gets the live table (on stderr); a log gets one line per event (on
         # stdout, beside the summary), unless stdout carries --json.
         live = self.console.err.isatty()
@@ -196,7 +207,7 @@ class FleetFrontend:
         self.on_event = on_event
         if not req.json:
             where = f" · canary {req.canary}" if req.canary else ""
-            where += f" · replaying {req.canary_from}" if record is not None else ""
+            where += f" · replaying {req.canary_from}" if replayed is not None else ""
             where += f" · shard {self.shard}" if self.shard else ""
             self.console.say(
                 self.console.style(f"▶ {skill.name}", "1")
@@ -210,10 +221,13 @@ class FleetFrontend:
             await view.stop()
             if self.broker is not None:
                 await self.broker.aclose()
-            journal.close()
             await provider.aclose()
-        self._report(result, run_dir, canary=req.canary is not None or record is not None)
-        return result.exit_code
+        try:
+            journal.close()
+        except RecordError as e:
+            self.console.error(f"kosmos: {e}")
+            result = result.model_copy(update={"exit_code": e.exit_code})
+        return self._report(result, run_dir, canary=req.canary is not None or replayed is not None)
 
     async def _drive(self, fleet: Fleet) -> FleetFinished:
         """Run the fleet; Ctrl-C or SIGTERM ends every host's run and still prints the summary."""
@@ -233,14 +247,21 @@ class FleetFrontend:
             for sig in installed:
                 loop.remove_signal_handler(sig)
 
-    def _report(self, result: FleetFinished, run_dir: Path, *, canary: bool) -> None:
-        write_fleet_result(run_dir, result)
+    def _report(self, result: FleetFinished, run_dir: Path, *, canary: bool) -> int:
+        """Write fleet.json and print the summary; the fleet's exit code."""
+        code = result.exit_code
+        try:
+            write_fleet_result(run_dir, result)
+        except RecordError as e:
+            self.console.error(f"kosmos: {e}")
+            code = e.exit_code
         c = self.console
         out = c.err if self.request.json else c.out
-        for line in summary_lines(result, canary=canary):
+        for line in [*summary_lines(result, canary=canary), *reason_lines(result)]:
             c.say(line, stream=out)
         color = "32" if result.exit_code == 0 else "31"
         c.say(c.style(f"■ {result.message} · {result.duration_s:.1f}s", color), stream=out)
         c.say(c.style(f"  transcripts: {run_dir}", "2"), stream=c.err)
         if result.exit_code != 0 and self.request.json:
             c.error(f"kosmos: {result.message}")
+        return code

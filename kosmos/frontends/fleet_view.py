@@ -191,7 +191,9 @@ class LineFleetDesk:
             who = p.host + (f" and {len(others)} more ({', '.join(others[:8])}" if others else "")
             who += ("…)" if len(others) > 8 else ")") if others else ""
             c.say(c.style(f"{who} [step {p.step}]", "1"), stream=c.err)
-            risk = f"  ({p.risk}{': ' + p.reason if p.reason else ''})"
+            label = p.risk.replace("_", "-")
+            said = p.reason if p.reason.startswith(label) else f"{label}: {p.reason}"
+            risk = f"  ({said if p.reason else label})"
             c.say(
                 c.style("  $ ", "36") + c.style(p.command, "1") + c.style(risk, "2"), stream=c.err
             )

@@ -16,9 +16,13 @@ class LineOperator:
     the policy leaves to a person. A dangerous command needs the host's name typed.
     """
 
-    def __init__(self, console: Console, *, answers: Sequence[str] = ()) -> None:
+    def __init__(
+        self, console: Console, *, answers: Sequence[str] = (), show_directives: bool = False
+    ) -> None:
         self.c = console
         self.answers = list(answers)
+        # With --json the directives go to stdout as JSON: each question shows its own.
+        self.show_directives = show_directives
 
     async def _ask(self, prompt: str, *, prefill: str | None = None) -> str:
         try:
@@ -30,6 +34,9 @@ class LineOperator:
             ) from e
 
     async def approve(self, proposal: CommandProposal) -> Approval:
+        if self.show_directives:
+            c = self.c
+            c.say(c.style(f"[{proposal.step}] $ ", "36") + c.style(proposal.command, "1"))
         if proposal.risk == "dangerous":
             return await self._confirm_dangerous(proposal)
         if proposal.kind != "command":
@@ -87,6 +94,9 @@ class LineOperator:
         return Approval.run(typed=typed.strip()) if typed.strip() else Approval.skip()
 
     async def answer(self, question: Question) -> str | None:
+        if self.show_directives:
+            tag = "ASK" if question.required else "ASK:optional"
+            self.c.say(self.c.style(f"[{question.step}] {tag} ", "35") + question.text)
         if self.answers:
             value = self.answers.pop(0)
             self.c.say(f"> {value}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kosmos.errors import UsageError
-from kosmos.fleet.results import FleetFinished, fleet_result, summary_lines
+from kosmos.fleet.results import FleetFinished, fleet_result, reason_lines, summary_lines
 from kosmos.frontends.console import Console
 
 __all__ = ["merge_command", "merge_results"]
@@ -70,7 +70,7 @@ def merge_command(directories: Sequence[Path], *, json_out: bool) -> int:
         print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False), flush=True)
     else:
         replayed = any(h.mode != "llm" for h in result.hosts)
-        for line in summary_lines(result, canary=replayed):
+        for line in [*summary_lines(result, canary=replayed), *reason_lines(result)]:
             console.say(line)
         color = "32" if result.exit_code == 0 else "31"
         console.say(console.style(f"■ {result.message} · {len(directories)} runs merged", color))

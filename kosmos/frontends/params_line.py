@@ -8,7 +8,7 @@ from collections.abc import Callable
 from kosmos.config import Settings
 from kosmos.engine.params_dialog import DialogReply, DialogState
 from kosmos.events import Emit
-from kosmos.frontends.console import Console, EndOfInput
+from kosmos.frontends.console import Console, EndOfInput, inline_markdown
 from kosmos.prompts import Prompts
 from kosmos.runs.params import dialogue_wanted, run_dialogue
 from kosmos.skills.model import Param, Skill
@@ -33,7 +33,9 @@ class LineParamDialog:
     async def turn(self, text: str, state: DialogState) -> DialogReply:
         c = self.c
         if text:
-            c.say(c.style("AI: ", "35") + text)
+            c.say(c.style("AI: ", "35") + inline_markdown(text, c))
+        for name, why in state.rejected.items():
+            c.say(c.style(f"  not taken: {name} = {why}", "33"))
         if not state.complete:
             return DialogReply(text=await self._ask("> "))
         values = ", ".join(f"{k}={v}" for k, v in state.values.items())

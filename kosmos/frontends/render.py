@@ -62,7 +62,8 @@ class TextRenderer:
                     lock = f" · lock {event.lock}" if event.lock and event.policy != "auto" else ""
                     c.say(c.style(f"  policy: {event.policy}{lock}", "2"))
                 if event.memory:
-                    c.say(c.style(f"  memory on · target OS: {event.os or 'unknown'}", "2"))
+                    notes = f" · notes in {event.memory_dir}" if event.memory_dir else ""
+                    c.say(c.style(f"  memory on{notes} · target OS: {event.os or 'unknown'}", "2"))
                 for k, v in event.params.items():
                     c.say(f"  {k} = {v}")
             case KnowledgeLoaded():
@@ -229,10 +230,14 @@ class TextRenderer:
 
 
 class JsonRenderer:
-    """`--json`: one JSON object per line on stdout, each with a `type`; `result` comes last."""
+    """`--json`: one JSON object per line on stdout, each with a `type`; `result` comes last.
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    Lines are written through `console` (Console.put), which tells the front end once when
+    the reader of stdout went away."""
+
+    def __init__(self, out: TextIO | None = None, *, console: Console | None = None) -> None:
         self.out = out or sys.stdout
+        self.console = console or Console()
 
     def __call__(self, event: Event) -> None:
         if not event.persist:
@@ -241,8 +246,7 @@ class JsonRenderer:
         if isinstance(event, CommandFinished):
             # The raw output (up to 1 MiB) stays in the transcript; --json carries what the LLM saw.
             data.pop("output", None)
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
-        self.out.flush()
+        self.console.put(self.out, json.dumps(data, ensure_ascii=False) + "\n")
 
 
 def _count(n: int, noun: str) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kosmos.engine.approval import Policy
+from kosmos.events import RunPlanned
 from kosmos.runs.assembly import RunChoices
 
 
@@ -54,6 +56,20 @@ class RunRequest:
             yes=self.yes,
             allow_dangerous=self.allow_dangerous,
             non_interactive=self.non_interactive,
+        )
+
+    def planned(self, plan: RunPlanned) -> RunRequest:
+        """`--resume` of a fleet host that never started: its planned run (the skill from where
+        it was found, if it is still there), into the transcript being resumed."""
+        path = Path(plan.skill_path)
+        return dataclasses.replace(
+            self,
+            skill=str(path) if path.is_file() else plan.skill,
+            resume=None,
+            host=self.host or plan.target,
+            prompt=plan.prompt,
+            params=[f"{k}={v}" for k, v in plan.params.items()],
+            transcript=self.transcript or self.resume,
         )
 
     @property

@@ -9,9 +9,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from kosmos import errors
 from kosmos.config import Settings
 from kosmos.engine.operator import Operator
-from kosmos.engine.resume import Resumed
+from kosmos.engine.resume import Resumed, same_skill
 from kosmos.engine.session import Session
 from kosmos.errors import Aborted, KosmosError, UsageError
 from kosmos.events import Event, Notice, RunFinished
@@ -31,7 +32,7 @@ from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
 from kosmos.runs.assembly import prepare_run
 from kosmos.runs.redactor import run_redactor
-from kosmos.runs.replay import Replay, load_replay, load_resume
+from kosmos.runs.replay import Planned, Replay, load_replay, load_resume
 from kosmos.runs.skills import find_skill, skill_library
 from kosmos.skills.model import Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
@@ -57,18 +58,27 @@ class RunFrontend:
         # Events from before the run started (the parameter dialogue, notices from connecting),
         # for the transcript.
         self._early: list[Event] = []
+        # No one reads the output any more (`| head`): the run stops, as SIGPIPE would end it.
+        self.console.on_closed = lambda: self.stop(errors.OutputClosed())
+
+    def stop(self, error: KosmosError) -> None:
+        """End the run under way with `error` (its output or transcript cannot be written)."""
+        if self.session is not None:
+            self.session.stop(error)
 
     def _operator(self) -> Operator:
         # `--yes` is the `auto` policy, applied by the engine; the operator is asked only about
         # what the policy leaves to a person (dangerous, inferred, interrupted commands...).
         if self.line_mode:
-            return LineOperator(self.console, answers=self.request.answers)
+            return LineOperator(
+                self.console, answers=self.request.answers, show_directives=self.request.json
+            )
         return HeadlessOperator(answers=self.request.answers)
 
     def _renderer(self) -> Callable[[Event], None]:
         if not self.request.json:
             return TextRenderer(self.console)
-        renderer = JsonRenderer()
+        renderer = JsonRenderer(console=self.console)
 
         def render(event: Event) -> None:
             renderer(event)
@@ -92,7 +102,9 @@ class RunFrontend:
 
     def fail_early(self, error: KosmosError) -> int:
         """An error before the session started: one line on stderr (and a --json result line)."""
-        return fail_early(error, self.console, self.redactor, json=self.request.json)
+        # A run that ended and then could not close its transcript has its result line out.
+        result_line = self.request.json and self.result is None
+        return fail_early(error, self.console, self.redactor, json=result_line)
 
     async def run(self) -> int:
         """The whole run; Ctrl-C or SIGTERM before the session starts (while connecting, at a
@@ -119,6 +131,11 @@ class RunFrontend:
         prompts = Prompts.load(settings.prompts_file)
         library = skill_library(settings, req.skills_dirs, self.env, self.home)
         resume = load_resume(req.resume, prompts) if req.resume is not None else None
+        if isinstance(resume, Planned):
+            # A fleet host that never started: its planned run, anew, into that file.
+            self.console.say(self.console.style(resume.note, "33"), stream=self.console.err)
+            req = self.request = req.planned(resume.plan)
+            resume = None
         host = req.host or (resume.started.host if resume else None) or "local"
         self.host = host
         prompter = None if req.non_interactive else LinePrompter(self.console)
@@ -132,6 +149,7 @@ class RunFrontend:
                 if req.skill or not Path(ref).exists():
                     ref = req.skill or resume.started.skill
                 skill = await find_skill(library, ref, runner, timeout=timeout)
+                same_skill(resume, skill.name, req.skill)
                 params = dict(resume.started.params)
             else:
                 if not req.skill:

@@ -21,7 +21,7 @@ def fail_early(error: KosmosError, console: Console, redactor: Redactor, *, json
     message = redactor(str(error))
     console.error(f"kosmos: {message}")
     if json:
-        JsonRenderer()(
+        JsonRenderer(console=console)(
             RunFinished(
                 status=error.status,  # type: ignore[arg-type]
                 steps=0,

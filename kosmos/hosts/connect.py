@@ -66,6 +66,17 @@ class _Client(asyncssh.SSHClient):
         self.untrusted: tuple[str, str, int, asyncssh.SSHKey] | None = None
         self.closed = asyncio.Event()
         self.lost_reason: str | None = None
+        self.conn: asyncssh.SSHClientConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self.conn = conn
+
+    @property
+    def greeting(self) -> str | None:
+        """The server's SSH version line, once it sent one (`SSH-2.0-OpenSSH_9.2p1`)."""
+        if self.conn is None:
+            return None
+        return self.conn.get_extra_info("server_version") or None
 
     def validate_host_public_key(
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey
@@ -366,7 +377,7 @@ class Connector:
                     continue
                 raise self._explain(e, hop, via_jump) from None
             except (OSError, asyncssh.Error, TimeoutError, ValueError) as e:
-                raise self._explain(e, hop, via_jump) from None
+                raise self._explain(e, hop, via_jump, client.greeting) from None
         raise HostError(f"{hop.label}: the host key is still not trusted after adding it")
 
     async def _decide_key(self, trust: HostTrust, key: asyncssh.SSHKey, hop: _Hop) -> None:
@@ -380,8 +391,11 @@ class Connector:
             label=hop.label,
         )
 
-    def _explain(self, e: BaseException, hop: _Hop, via_jump: bool) -> ConnectFailed:
-        """One line naming the host, what went wrong and what to check."""
+    def _explain(
+        self, e: BaseException, hop: _Hop, via_jump: bool, greeting: str | None = None
+    ) -> ConnectFailed:
+        """One line naming the host, what went wrong and what to check; `greeting`: the SSH
+        version line the server sent before it failed, if it sent one."""
         host, port, user = self._where(hop)
         name = f"jump host {hop.label}" if via_jump else hop.label
         at = f"{host}:{port}"
@@ -422,11 +436,25 @@ class Connector:
                 "its port?",
                 "refused",
             )
-        if isinstance(e, asyncssh.ProtocolNotSupported | asyncssh.ProtocolError) or (
-            isinstance(e, asyncssh.ConnectionLost | asyncssh.KeyExchangeFailed) and not via_jump
-        ):
+        if isinstance(e, asyncssh.ProtocolNotSupported | asyncssh.ProtocolError):
             return ConnectFailed(
                 f"{name}: {at} does not speak SSH ({text}); check the port", "not_ssh"
+            )
+        closed = asyncssh.ConnectionLost | asyncssh.KeyExchangeFailed | ConnectionError
+        if isinstance(e, closed) and not via_jump:
+            if greeting:
+                # An sshd that greeted, then went (it stopped, or its child died).
+                return ConnectFailed(
+                    f"{name}: the connection to {at} closed during the SSH handshake ({text}; "
+                    f"the server had greeted as {greeting}); sshd there may have stopped or be "
+                    "refusing new sessions (MaxStartups): try again, or check its logs",
+                    "closed",
+                )
+            return ConnectFailed(
+                f"{name}: {at} closed the connection before any SSH greeting ({text}): is "
+                f"{port} an SSH port? If it is, sshd there may be stopping or refusing new "
+                "sessions (MaxStartups)",
+                "not_ssh",
             )
         if isinstance(e, asyncssh.KeyImportError):
             return ConnectFailed(

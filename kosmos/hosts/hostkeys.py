@@ -215,7 +215,11 @@ class HostTrust:
         """Why `key` is refused; `ssh` is the command that reaches the host as kosmos does."""
         name, what, rules = self.rules.name, _what(key), self.rules
         port = f"-p {rules.port} " if rules.port != DEFAULT_PORT else ""
-        keyscan = f"`ssh-keyscan {port}{rules.host} >> {self._user_file()}`"
+        keyscan = f"ssh-keyscan {port}{rules.host}"
+        if rules.alias:
+            # ssh-keyscan writes the address; the key must be found under the alias.
+            keyscan += f" | awk -v a={shlex.quote(rules.alias)} '{{$1=a}}1'"
+        keyscan = f"`{keyscan} >> {self._user_file()}`"
         if verdict == "changed":
             where = next(p for k, p in self.listed if k.algorithm == key.algorithm)
             unlike = (

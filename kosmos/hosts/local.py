@@ -94,7 +94,7 @@ class LocalRunner:
                 self.shell_path,
                 "-c",
                 local_script(feed=stdin is not None, locked=words is not None),
-                "kosmos",
+                os.path.basename(self.shell_path),  # $0: shell errors read `bash: ...`
                 command,
                 *(words or ()),
                 # Never closed while the command runs: the wrapper ends the command's group

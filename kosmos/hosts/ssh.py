@@ -435,17 +435,24 @@ class SSHRunner(RemoteReads, RemoteUploads):
         # The group's number is the first thing the command prints; it may still be on its way.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(pgid_known.wait(), DRAIN_WAIT)
+        delivered = True
         if pgid and pgid[0] > 1 and not link.is_closed:
-            with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+            try:
                 async with asyncio.timeout(GRACE_S + DRAIN_WAIT):
                     await link.conn.run(kill_script(pgid[0]), stdin=asyncssh.DEVNULL)
+            except (asyncssh.Error, OSError, TimeoutError):
+                delivered = False
         else:
             with contextlib.suppress(asyncssh.Error, OSError):
                 proc.send_signal("KILL")
         # asyncio.wait, not wait_for: a pump's failure stays in `work` for the caller to raise.
-        await asyncio.wait([work], timeout=DRAIN_WAIT)
+        await asyncio.wait([work], timeout=DRAIN_WAIT if delivered else 0)
         if not work.done():
             # Something outside the group still holds the output open: stop reading.
             proc.close()
             work.cancel()
             await asyncio.wait([work])
+            if not delivered:
+                # Neither the end of the command nor the kill got an answer: the link is as
+                # good as dead, and the next command would only queue behind it.
+                await self._drop(link, "the host did not answer while a command was ended")

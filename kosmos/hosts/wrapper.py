@@ -93,14 +93,17 @@ def remote_command(
     quoted = " ".join(shlex.quote(word) for word in (command, *(lock or ())))
     if login == "bash" and dialect == "bash":
         return f"set -- {quoted}; {script}"
+    # $0 is the shell's own name, so that a shell error reads `bash: line 1: ...`.
     if dialect is not None:
-        return f"exec {dialect} -c '{script}' kosmos {quoted}"
-    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "$0" kosmos "$@"; eval "$0"'
-    return f"exec sh -c '{pick}' '{script}' {quoted}"
+        return f"exec {dialect} -c '{script}' {dialect} {quoted}"
+    # The script comes first and is shifted off, so the command and the lock's words that
+    # follow it are the script's "$@" in whichever shell runs it.
+    pick = 'command -v bash >/dev/null 2>&1 && exec bash -c "shift; $1" bash "$@"; eval "shift; $1"'
+    return f"exec sh -c '{pick}' sh '{script}' {quoted}"
 
 
 def local_script(*, feed: bool, locked: bool = False) -> str:
-    """The script for `SHELL -c SCRIPT kosmos COMMAND [LOCK WORDS]` on this machine (no
+    """The script for `SHELL -c SCRIPT SHELL COMMAND [LOCK WORDS]` on this machine (no
     marker: the runner knows its child's pid, and sets the environment itself)."""
     return _script(mark=False, feed=feed, locked=locked)
 

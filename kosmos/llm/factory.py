@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from kosmos.config import ENV_API_KEYS, Settings
+from kosmos.errors import ConfigError
 from kosmos.llm.http import LLMHttp
 from kosmos.llm.openai import OpenAIProvider
 from kosmos.llm.provider import Capabilities, Provider
@@ -16,10 +19,24 @@ def key_hint(settings: Settings) -> str:
     return f"set {names} (or {where}) to a valid key"
 
 
+def require_key(settings: Settings) -> None:
+    """Google's Gemini API takes no request without a key: say so before sending one (offline,
+    the request would fail on DNS first and hide the cause)."""
+    host = urlsplit(settings.base_url).hostname or ""
+    google = host == "googleapis.com" or host.endswith(".googleapis.com")
+    if settings.provider == "gemini" and google and settings.api_key is None:
+        raise ConfigError(
+            f"the Gemini API at {settings.base_url} needs an API key and none is set: "
+            f"{key_hint(settings).removeprefix('no API key is set: ')}"
+        )
+
+
 def make_provider(settings: Settings) -> Provider:
+    require_key(settings)
     http = LLMHttp(
         base_url=settings.base_url,
         timeout=settings.llm_timeout,
+        connect_timeout=settings.llm_connect_timeout,
         retries=settings.llm_retries,
         key_hint=key_hint(settings),
         provider=settings.provider,

@@ -19,6 +19,9 @@ RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 BASE_DELAY = 0.5
 MAX_DELAY = 8.0
 RETRY_AFTER_CAP = 60.0
+# A server that takes no connection within this long is down or unreachable: waiting out the
+# whole request timeout, retries included, would turn it into minutes.
+CONNECT_TIMEOUT = 5.0
 
 # What to check, per provider, when its server cannot be found or is not what kosmos expects.
 # `{where}` is the config file key that set the base URL (`base_url in ./kosmos.yaml`).
@@ -117,6 +120,12 @@ def server_message(response: httpx.Response) -> str:
     return " ".join(str(data).split())[:200]
 
 
+def answered(status: int, response: httpx.Response) -> str:
+    """`HTTP 404: what the server said`, or that it said nothing."""
+    said = server_message(response)
+    return f"HTTP {status}: {said}" if said else f"HTTP {status}, with an empty body"
+
+
 # A fleet sends up to one request per host at once. httpx's pool looks over all of its
 # connections (and, for each idle one, over all of them again) whenever a request starts or
 # ends, and keeps only 20 idle ones: with 50 hosts in one pool that is quadratic work and a
@@ -136,6 +145,7 @@ class LLMHttp:
         timeout: float,
         retries: int,
         key_hint: str,
+        connect_timeout: float = CONNECT_TIMEOUT,
         provider: str = "openai",
         url_from: str | None = None,
         on_retry: OnRetry | None = None,
@@ -144,6 +154,7 @@ class LLMHttp:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.connect_timeout = min(connect_timeout, timeout)
         self.retries = retries
         self.key_hint = key_hint
         self.hints = _hints(HINTS.get(provider, HINTS["openai"]), url_from)
@@ -168,7 +179,7 @@ class LLMHttp:
             self._ssl = httpx.create_ssl_context()  # loading CA files costs tens of ms: once
         self._clients.append(
             httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=self.timeout),
+                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
                 verify=self._ssl,
                 limits=httpx.Limits(
                     max_connections=SHARD_SIZE, max_keepalive_connections=SHARD_SIZE
@@ -241,6 +252,14 @@ class LLMHttp:
                     response = await self._clients[shard].post(url, json=body, headers=headers)
             finally:
                 self._busy[shard] -= 1
+        except httpx.ConnectTimeout as e:
+            # Not retried: a server that takes no connection is not busy, it is not there.
+            raise LLMError(
+                f"the LLM at {self.base_url} took no connection within "
+                f"{self.connect_timeout:g} s; check that it is up and reachable from here "
+                "(a firewall that drops packets looks the same), or raise llm_connect_timeout "
+                "in kosmos.yaml"
+            ) from e
         except (TimeoutError, httpx.TimeoutException) as e:
             raise _Retryable(f"timed out after {self.timeout:g} s") from e
         except httpx.ConnectError as e:
@@ -251,30 +270,27 @@ class LLMHttp:
             raise _Retryable(f"cannot connect: {str(e) or type(e).__name__}") from e
         status = response.status_code
         if status in RETRY_STATUS or status >= 500:
-            raise _Retryable(
-                f"HTTP {status}: {server_message(response)}".rstrip(": "), _retry_after(response)
-            )
+            raise _Retryable(answered(status, response), _retry_after(response))
         if status in (401, 403):
             raise LLMError(
-                f"the LLM at {self.base_url} refused the API key (HTTP {status}: "
-                f"{server_message(response)}); {self.key_hint}"
+                f"the LLM at {self.base_url} refused the API key ({answered(status, response)}); "
+                f"{self.key_hint}"
             )
         if status == 404:
             raise LLMError(
-                f"the LLM at {self.base_url} answered HTTP 404 ({server_message(response)}); "
+                f"the LLM at {self.base_url} answered {answered(status, response)}; "
                 + self.hints["404"]
             )
         if status == 400:
-            detail = server_message(response)
             raise BadRequest(
-                f"the LLM at {self.base_url} rejected the request (HTTP 400: {detail}); "
+                f"the LLM at {self.base_url} rejected the request ({answered(status, response)}); "
                 "check --model and the server's settings",
-                detail,
+                server_message(response),
             )
         if status >= 400:
             raise LLMError(
-                f"the LLM at {self.base_url} rejected the request (HTTP {status}: "
-                f"{server_message(response)}); check --model and the server's settings"
+                f"the LLM at {self.base_url} rejected the request ({answered(status, response)}); "
+                "check --model and the server's settings"
             )
         try:
             return response.json()

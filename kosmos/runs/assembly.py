@@ -21,6 +21,7 @@ from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
 from kosmos.engine.resume import Resumed
 from kosmos.engine.session import Session, SessionOptions
+from kosmos.errors import RecordError
 from kosmos.events import Event, RunFinished, RunStarted
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
@@ -91,7 +92,8 @@ def session_options(
 class TranscriptSink:
     """One run's transcript file. Events from before the run started (a parameter dialogue's
     turns, a notice while connecting) wait in `early` and are written right after
-    `run_started`, redacted and tagged with its host."""
+    `run_started`, redacted and tagged with its host. A path that cannot hold a file is a
+    UsageError; a disk that stops taking events, a RecordError (once)."""
 
     def __init__(self, path: Path, redactor: Redactor, early: list[Event] | None = None) -> None:
         self.path = path
@@ -134,8 +136,12 @@ class ReadyRun:
             await self.close()
 
     async def close(self) -> None:
-        self.transcript.close()
-        await self.provider.aclose()
+        """Close the transcript (RecordError: its last events did not reach the disk) and the
+        LLM client."""
+        try:
+            self.transcript.close()
+        finally:
+            await self.provider.aclose()
 
 
 def prepare_run(
@@ -160,6 +166,7 @@ def prepare_run(
     Every event goes to the transcript, then to `show`. `transcript`: the file (default: a
     new one under the transcript folder; a resumed run's own file). `early`: events from
     before the run, written after `run_started` (the list may still grow until then).
+    A transcript the disk stops taking stops the session with that RecordError (exit 7).
     """
     choices = choices or RunChoices()
     run_id = run_id or uuid.uuid4().hex
@@ -184,7 +191,10 @@ def prepare_run(
     sink = TranscriptSink(path, redactor, early)
 
     def emit(event: Event) -> None:
-        sink(event)
+        try:
+            sink(event)
+        except RecordError as e:
+            session.stop(e)
         show(event)
 
     provider: Provider

@@ -3,12 +3,11 @@
 The fleet core (`kosmos.fleet`) opens each host and hands `FleetSessions` the host's parts;
 the session it gets back runs under the host's own approval policy (config may pin a host
 under its name or its target), with the run's choices and one transcript per host in the
-run's directory.
+run's directory, which `FleetRecorder` writes.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Mapping
@@ -16,9 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kosmos.config import Settings
+from kosmos.engine.guard import redact_event
 from kosmos.engine.session import Session
-from kosmos.fleet.journal import Journal
-from kosmos.fleet.orchestrator import SessionParts
+from kosmos.errors import RecordError
+from kosmos.events import Event, RunFinished, RunPlanned
+from kosmos.fleet.journal import Journal, write_fleet_json
+from kosmos.fleet.orchestrator import Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.shard import Shard
 from kosmos.prompts import Prompts
@@ -44,9 +46,9 @@ def fleet_run_dir(
 
 
 def write_fleet_result(run_dir: Path, result: FleetFinished) -> None:
-    """The fleet's result beside its transcripts (`fleet.json`)."""
-    text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)
-    (run_dir / "fleet.json").write_text(text + "\n")
+    """The fleet's result beside its transcripts (`fleet.json`), whole or not at all; a
+    RecordError when the disk does not take it."""
+    write_fleet_json(run_dir / "fleet.json", result)
 
 
 @dataclass
@@ -90,3 +92,41 @@ class FleetSessions:
             transcript=str(self.journal.path(host.name)),
             redactor=self.redactor,
         )
+
+
+class FleetRecorder:
+    """The fleet's events into each host's file in the run's directory (`Fleet(on_event=...)`
+    calls it first; set `fleet` once the fleet is built).
+
+    A host that never ran a session (unreachable, not started) keeps its plan (`run_planned`)
+    before its result, so that `--resume` of its file starts it anew. A disk that stops taking
+    events stops the fleet with that RecordError (exit 7): no more hosts start.
+    """
+
+    def __init__(self, sessions: FleetSessions) -> None:
+        self.sessions = sessions
+        self.fleet: Fleet | None = None
+
+    def __call__(self, event: Event) -> None:
+        fleet, journal = self.fleet, self.sessions.journal
+        try:
+            run = fleet.runs.get(event.host or "") if fleet is not None else None
+            if isinstance(event, RunFinished) and run is not None and run.session is None:
+                journal.write(self._planned(run.name, run.spec.target))
+            journal.write(event)
+        except RecordError as e:
+            if fleet is None:
+                raise
+            fleet.stop(e)
+
+    def _planned(self, host: str, target: str) -> Event:
+        s = self.sessions
+        plan = RunPlanned(
+            host=host,
+            skill=s.skill.name,
+            skill_path=s.skill.path,
+            params=dict(s.params),
+            prompt=s.choices.prompt,
+            target=target,
+        )
+        return redact_event(plan, s.redactor)

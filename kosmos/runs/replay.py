@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kosmos.engine.operator import Operator
-from kosmos.engine.resume import Resumed, resume_state
+from kosmos.engine.resume import Resumed, never_started, resume_state
 from kosmos.errors import UsageError
-from kosmos.events import Event, Notice
+from kosmos.events import Event, Notice, RunPlanned
 from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
 from kosmos.resources import bundled_recording
@@ -31,9 +31,22 @@ def load_events(path: Path, flag: str) -> list[Event]:
         raise UsageError(f"{path}: not a readable kosmos transcript ({e}); check {flag}") from e
 
 
-def load_resume(path: Path, prompts: Prompts) -> Resumed:
-    """Where the run recorded in `path` stopped (`--resume`)."""
-    return resume_state(load_events(path, "--resume"), prompts, source=str(path))
+@dataclass(frozen=True)
+class Planned:
+    """`--resume` of a fleet host whose run never started (unreachable, not started): the
+    run as planned, to start anew into the same file, and the line that says so."""
+
+    plan: RunPlanned
+    note: str
+
+
+def load_resume(path: Path, prompts: Prompts) -> Resumed | Planned:
+    """Where the run recorded in `path` stopped (`--resume`), or the plan of a fleet host's
+    run that never started."""
+    events = load_events(path, "--resume")
+    if (planned := never_started(events, str(path))) is not None:
+        return Planned(*planned)
+    return resume_state(events, prompts, source=str(path))
 
 
 @dataclass

@@ -15,7 +15,7 @@ from kosmos.errors import SkillError, SkillNotFound
 from kosmos.hosts.own import read_own, run_own
 from kosmos.hosts.runner import FileUnreadable, Runner
 from kosmos.resources import bundled_skills_dir
-from kosmos.skills.loader import load_skill_file, parse_skill
+from kosmos.skills.loader import load_skill_file, opens_with_frontmatter, parse_skill
 from kosmos.skills.model import Skill
 
 SKILL_FILE = "SKILL.md"
@@ -189,7 +189,20 @@ class SkillLibrary:
             path = path / SKILL_FILE
         if not path.is_file():
             return None, None
+        if path.name != SKILL_FILE and not _skill_text(path):
+            raise SkillError(
+                f"{path}: not a skill file: a skill is a {SKILL_FILE}, or a Markdown file that "
+                "opens with a --- frontmatter block giving its name; pass one, or its folder"
+            )
         return load_skill_file(path, SOURCE_PATH), None
+
+
+def _skill_text(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return opens_with_frontmatter(f.read(64 * 1024))
+    except OSError:
+        return True  # load_skill_file says why it cannot be read
 
 
 def _looks_like_path(ref: str) -> bool:

@@ -43,6 +43,24 @@ _ALLOWED = {
 }
 
 
+_KEY_LINE = re.compile(r"^(name|description)\s*:")
+
+
+def opens_with_frontmatter(data: bytes) -> bool:
+    """Whether a file's text opens with a `---` frontmatter block naming a skill (`name:` or
+    `description:`): what makes a Markdown file other than SKILL.md a skill."""
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return False
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    start = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if start is None or lines[start] != "---":
+        return False
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] == "---"), None)
+    return end is not None and any(_KEY_LINE.match(line) for line in lines[start + 1 : end])
+
+
 def load_skill_file(
     path: Path, source: str, *, ref: str = "", fallback_name: str | None = None
 ) -> Skill:

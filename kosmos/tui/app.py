@@ -29,7 +29,7 @@ from kosmos.tui.screens.chat import (
 )
 from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.screens.main import MainScreen
-from kosmos.tui.screens.modals import QuitModal
+from kosmos.tui.screens.modals import HostKeyModal, QuitModal, SecretModal
 
 __all__ = ["KosmosApp", "TuiConfig", "run_tui"]
 
@@ -41,7 +41,14 @@ class KosmosApp(App[int]):
 
     CSS_PATH = Path(__file__).parent / "kosmos.tcss"
     TITLE = "kosmos"
-    BINDINGS = [Binding("ctrl+t", "chat", "Chat")]
+    BINDINGS = [
+        Binding("ctrl+t", "chat", "Chat"),
+        # Textual's own, shown: every screen's footer says how to leave.
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        # While a host key or passphrase is asked (the host is connecting), the main screen's
+        # ctrl+r cannot be reached: it is kept and acted on once the host is connected.
+        Binding("ctrl+r", "run_when_connected", "Run once connected", priority=True),
+    ]
 
     def __init__(self, config: TuiConfig) -> None:
         super().__init__()
@@ -61,6 +68,19 @@ class KosmosApp(App[int]):
     def on_mount(self) -> None:
         if self.config.chat:
             self.action_chat()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "run_when_connected":
+            below = self.screen_stack[-2] if len(self.screen_stack) > 1 else None
+            return isinstance(self.screen, HostKeyModal | SecretModal) and below is self.main
+        return True
+
+    def action_run_when_connected(self) -> None:
+        self.main.start_when_connected()
+
+    def action_help_quit(self) -> None:
+        """ctrl+c where no command runs (where one does, the screen's binding stops it)."""
+        self.notify("ctrl+c stops a running command, and none is running here; ctrl+q quits")
 
     def action_chat(self) -> None:
         """Show the chat, made once and kept for the app's life (its conversation survives);

@@ -39,7 +39,7 @@ from kosmos.hosts.runner import HostPrompter, Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
-from kosmos.runs.fleet import FleetSessions, fleet_run_dir, write_fleet_result
+from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 from kosmos.tui.messages import (
@@ -245,11 +245,6 @@ class FleetController:
         provider = make_provider(settings)
         broker = self.broker
 
-        def on_event(event: Event) -> None:
-            journal.write(event)
-            if event.host is not None and event.host in self.feeds:
-                self.feeds[event.host].emit(event)
-
         # The config's choices, as a single TUI run takes them; each host its own policy.
         sessions = FleetSessions(
             spec.skill,
@@ -260,6 +255,12 @@ class FleetController:
             journal,
             run_id=self.run_id,
         )
+        recorder = FleetRecorder(sessions)
+
+        def on_event(event: Event) -> None:
+            recorder(event)
+            if event.host is not None and event.host in self.feeds:
+                self.feeds[event.host].emit(event)
 
         def make_session(parts: SessionParts) -> Session:
             session = sessions(parts)
@@ -277,7 +278,9 @@ class FleetController:
             canary=spec.canary,
             on_event=on_event,
             redact=self.redactor,
+            transcript_of=journal.path,
         )
+        recorder.fleet = self.fleet
         try:
             self.result = await self.fleet.run()
         finally:

@@ -62,6 +62,8 @@ class HostChosen(Message):
 @dataclass
 class SkillChosen(Message):
     skill: Skill
+    # Chosen by the operator in the sidebar (not preselected): the form takes the focus.
+    by_operator: bool = False
 
 
 @dataclass

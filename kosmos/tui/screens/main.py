@@ -54,6 +54,8 @@ class MainScreen(Screen[None]):
         self.parts = parts
         self.runs: dict[str, RunController] = {}
         self._count = 0
+        # ctrl+r pressed while the host was connecting: the host it waits for.
+        self._pending_start: str | None = None
 
     def compose(self) -> ComposeResult:
         config = self.parts.config
@@ -132,10 +134,24 @@ class MainScreen(Screen[None]):
             self.sidebar.set_skills(self.sidebar.local_skills, message.skills, message.problem)
 
     @on(HostState)
-    def _host_state(self, message: HostState) -> None:
+    async def _host_state(self, message: HostState) -> None:
         self.sidebar.set_state(message.target, message.state, message.detail)
         if message.state == "failed":
             self.notify(message.detail, severity="error", timeout=10)
+        if message.target == self._pending_start and message.state != "connecting":
+            self._pending_start = None
+            if message.state == "connected":
+                await self.action_start()
+            else:
+                self.notify(f"the run did not start: {message.target} is not connected")
+
+    def start_when_connected(self) -> None:
+        """ctrl+r while the selected host is being connected (its key or passphrase asked)."""
+        host = self.sidebar.selected_host
+        if self.parts.pool.connected(host) or self.sidebar.marked:
+            return  # nothing waits on this host's connection
+        self._pending_start = host
+        self.notify(f"ctrl+r: the run starts once {host} is connected")
 
     @on(HostChosen)
     def _host_chosen(self, message: HostChosen) -> None:
@@ -153,9 +169,9 @@ class MainScreen(Screen[None]):
 
     @on(SkillChosen)
     async def _skill_chosen(self, message: SkillChosen) -> None:
-        await self._show_skill(message.skill)
+        await self._show_skill(message.skill, focus=message.by_operator)
 
-    async def _show_skill(self, skill: Skill) -> None:
+    async def _show_skill(self, skill: Skill, *, focus: bool = False) -> None:
         pane = self.query_one(f"#{SKILL_TAB}", TabPane)
         old = self.query_one(SkillPanel)
         config = self.parts.config
@@ -164,8 +180,12 @@ class MainScreen(Screen[None]):
         talk = None
         if dialogue_wanted(skill, given or {}, config.settings, non_interactive=False):
             talk = ParamsTalk(skill, config.settings, config.prompts)
-        await pane.mount(SkillPanel(skill, self._run_target(), given, talk))
+        panel = SkillPanel(skill, self._run_target(), given, talk)
+        await pane.mount(panel)
         self.tabs.active = SKILL_TAB
+        # Chosen in the sidebar to be filled in: its first field takes the keys.
+        if focus and panel.form is not None:
+            panel.form.focus_first()
 
     # -- runs ---------------------------------------------------------------------------
 

@@ -36,6 +36,12 @@ def summary(skill: Skill, state: DialogState) -> str:
     return f"{values}\nstill needed: {', '.join(state.missing)}"
 
 
+def placeholder(skill: Skill) -> str:
+    """What the talk box asks for before the conversation starts: this skill's params."""
+    wanted = [p.name for p in skill.params if p.required] or [p.name for p in skill.params]
+    return f"{', '.join(wanted)}: say them in your own words (enter sends)"
+
+
 class TalkDialog:
     """The engine's ParamDialog over the widget: each turn waits for the operator there."""
 
@@ -86,7 +92,7 @@ class ParamsTalk(Vertical):
         yield Static(INTRO, classes="hint", markup=False)
         yield Vertical(id="talk-log")
         yield Static("", id="talk-summary", markup=False)
-        yield Input(placeholder="e.g. nginx, on port 443 (enter sends)", id="talk-input")
+        yield Input(placeholder=placeholder(self.skill), id="talk-input")
         with Horizontal(classes="talk-buttons"):
             yield Button("Talk", id="talk-start", compact=True)
             yield Button("Run", id="talk-run", variant="success", disabled=True, compact=True)
@@ -143,6 +149,8 @@ class ParamsTalk(Vertical):
         presses."""
         if text:
             self._say("AI", text)
+        for name, why in state.rejected.items():
+            self._line(f"not taken: {name} = {why}", "talk-rejected")
         self.query_one("#talk-summary", Static).update(summary(self.skill, state))
         self.query_one("#talk-run", Button).disabled = not state.complete
         field = self.query_one("#talk-input", Input)
@@ -197,7 +205,10 @@ class ParamsTalk(Vertical):
     # -- the log -------------------------------------------------------------------------
 
     def _say(self, who: str, text: str) -> None:
-        line = Static(f"{who}: {text}", classes=f"talk-line talk-{who.lower()}", markup=False)
+        self._line(f"{who}: {text}", f"talk-{who.lower()}")
+
+    def _line(self, text: str, kind: str) -> None:
+        line = Static(text, classes=f"talk-line {kind}", markup=False)
         self.query_one("#talk-log", Vertical).mount(line)
         line.scroll_visible()
 

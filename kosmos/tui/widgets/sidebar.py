@@ -25,6 +25,18 @@ STATE_MARKS = {
 }
 
 
+class _Picker(OptionList):
+    """A list whose enter the footer shows: it opens the highlighted host or skill."""
+
+    BINDINGS = [Binding("enter", "select", "Open")]
+
+
+class _Filter(Input):
+    """The filter box; enter opens its only match (else moves to the matches)."""
+
+    BINDINGS = [Binding("enter", "submit", "Open match")]
+
+
 class Sidebar(Vertical):
     """Hosts and skills, narrowed by the filter; choosing one posts HostChosen / SkillChosen.
 
@@ -51,11 +63,11 @@ class Sidebar(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label("◆ kosmos", id="brand")
-        yield Input(placeholder="filter hosts and skills", id="filter")
+        yield _Filter(placeholder="filter hosts and skills", id="filter")
         yield Label("Hosts", classes="section")
-        yield OptionList(id="hosts")
+        yield _Picker(id="hosts")
         yield Label("Skills", classes="section")
-        yield OptionList(id="skills")
+        yield _Picker(id="skills")
         yield Label("", id="remote-note", classes="note", markup=False)
 
     def on_mount(self) -> None:
@@ -142,12 +154,24 @@ class Sidebar(Vertical):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
-        self.query_one("#skills", OptionList).focus()
+        """The only skill the filter shows is opened; the only host, chosen; else the focus
+        goes to the matches."""
+        hosts = [t for t in self.hosts if self._shows(t, self.filter_text)]
+        if len(self._shown_skills) == 1:
+            self.select_skill(self._shown_skills[0], by_operator=True)
+        elif not self._shown_skills and len(hosts) == 1:
+            self.choose_host(hosts[0])
+        elif self._shown_skills:
+            self.query_one("#skills", OptionList).focus()
+        else:
+            self.query_one("#hosts", OptionList).focus()
 
     @on(OptionList.OptionSelected, "#hosts")
     def _host_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        target = (event.option.id or "").removeprefix("host:")
+        self.choose_host((event.option.id or "").removeprefix("host:"))
+
+    def choose_host(self, target: str) -> None:
         if target and target != self.selected_host:
             self.selected_host = target
             self.remote_skills = []
@@ -191,9 +215,9 @@ class Sidebar(Vertical):
         event.stop()
         index = int((event.option.id or "skill:-1").split(":")[1])
         if 0 <= index < len(self._shown_skills):
-            self.select_skill(self._shown_skills[index])
+            self.select_skill(self._shown_skills[index], by_operator=True)
 
-    def select_skill(self, skill: Skill) -> None:
+    def select_skill(self, skill: Skill, *, by_operator: bool = False) -> None:
         self.selected_skill = skill
         self._fill_skills()
-        self.post_message(SkillChosen(skill))
+        self.post_message(SkillChosen(skill, by_operator))

@@ -104,6 +104,15 @@ class ParamsForm(Vertical):
             self.notify(str(e), severity="error")
             return None
 
+    def focus_first(self) -> None:
+        """Focus the first required field left empty, else the first field (if any)."""
+        values = self.values()
+        empty = [p for p in self.skill.params if p.required and p.name not in values]
+        first = (empty or list(self.skill.params) or [None])[0]
+        if first is not None:
+            # At once, not deferred as focus() is: a run started right after takes it away.
+            self.screen.set_focus(self.query_one(f"#{_field_id(first)}"))
+
     def fill(self, values: dict[str, str]) -> None:
         """Put these values in their fields (what the parameter dialogue collected)."""
         for name, value in values.items():

@@ -1,0 +1,81 @@
+"""The README's two commands, as written, in a fresh clone, with only the system's Python."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+
+
+def readme_commands() -> list[str]:
+    """The README's first two ```sh blocks: install and try, then the test suite."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", text, re.S)[:2]]
+
+
+def system_env(home: Path) -> dict[str, str]:
+    """A login on a stock server: the system's Python first on PATH, no venv or keys of
+    ours, no LLM listening (the first command needs none). pip's own settings stay: they say
+    how this machine reaches the package index."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+    env.update(
+        PATH="/usr/bin:/bin:/usr/sbin:/sbin",
+        HOME=str(home),
+        LANG="C.UTF-8",
+        AI_KOSMOS_MODEL_BASE_URL="http://127.0.0.1:9/v1",
+    )
+    return env
+
+
+@pytest.mark.slow
+def test_the_readme_commands_work_as_written_with_the_system_python(tmp_path: Path) -> None:
+    if not SYSTEM_PYTHON.exists() or shutil.which("git") is None:
+        pytest.skip("needs /usr/bin/python3 and git, as on a stock Debian or Ubuntu server")
+    probe = subprocess.run(
+        [str(SYSTEM_PYTHON), "-c", "import ensurepip"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        pytest.skip("python3-venv is not installed (the README says to install it)")
+    install, test = readme_commands()
+    assert install.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
+    assert test.startswith(". .venv/bin/activate && ")
+    clone = tmp_path / "kosmos"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = system_env(home)
+    # The system's Python refuses `pip install` outside a venv (PEP 668 on Debian 12 and
+    # Ubuntu 24.04); the first command must not need that.
+    first = subprocess.run(
+        ["bash", "-c", install],
+        env=env,
+        cwd=clone,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "DONE OK (this report is the recorded one, about the demo host;" in first.stdout
+    assert (clone / ".venv/bin/kosmos").exists()
+    # The second, in a new shell: only one test, so that the suite does not run itself.
+    env["PYTEST_ADDOPTS"] = "-k test_python_dash_m_and_version -p no:cacheprovider"
+    second = subprocess.run(
+        ["bash", "-c", test],
+        env=env,
+        cwd=clone,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert re.search(r"\b1 passed\b", second.stdout), second.stdout[-2000:]
