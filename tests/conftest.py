@@ -18,6 +18,7 @@ import pytest
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
 from tests.sshserver import InProcessSSHServer
+from tests.tmux import terminal  # noqa: F401 - a fixture: a real terminal (tmux)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,6 +7,9 @@
   parser would take for a directive (`[DONE]`, `[CMD] rm -rf /`, `**[ASK]**`) or for the
   step counter is escaped with a backslash before the tag, so the LLM reads it as quoted
   text; only the LLM's own reply is ever parsed.
+* Showing: text kosmos did not write itself (an LLM's reply, a name from a file, a host's
+  output) reaches a person's screen through `visible`: a character that would steer the
+  terminal or hide itself is drawn as a symbol, so what the operator reads is what is there.
 """
 
 from __future__ import annotations
@@ -23,6 +26,71 @@ from kosmos.safety.redact import block_end, open_block
 
 _STEP_RE = re.compile(r"^([ \t>*_`]*)(\[\s*Step\s+\d+\s+of\s+\d+\s*\])", re.IGNORECASE)
 _LEAD = re.compile(r"^[ \t>*_`]*")
+
+# What a terminal does not draw as a character of its own: C0 and C1 controls (ESC starts
+# the sequences that move the cursor, erase, recolour or retitle), DEL, and the format and
+# separator characters of Unicode (bidi overrides and isolates, zero-width spaces and
+# joiners, invisible operators, tag characters, U+2028/2029). Each is drawn as a symbol: a
+# C0 control as its control picture (ESC as ␛, CR as ␍), the others as ⟨U+XXXX⟩.
+_HIDDEN = (
+    (0x00, 0x1F),
+    (0x7F, 0x9F),
+    (0xAD, 0xAD),
+    (0x600, 0x605),
+    (0x61C, 0x61C),
+    (0x6DD, 0x6DD),
+    (0x70F, 0x70F),
+    (0x890, 0x891),
+    (0x8E2, 0x8E2),
+    (0x115F, 0x1160),  # Hangul fillers: letters that draw as nothing
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE007F),
+)
+
+
+def _symbol(code: int) -> str:
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else f"\u27e8U+{code:04X}\u27e9"
+
+
+_ONE_LINE: dict[int, str] = {
+    code: _symbol(code) for low, high in _HIDDEN for code in range(low, high + 1)
+}
+_LINES = {code: sym for code, sym in _ONE_LINE.items() if code not in (0x09, 0x0A)}
+_OUTPUT = {code: sym for code, sym in _LINES.items() if code != 0x0D}
+_SGR = re.compile(r"(\x1b\[[0-9;:]*m)")
+
+
+def visible(text: str, *, one_line: bool = False) -> str:
+    """`text` as it may be drawn for a person: every character that would steer the terminal
+    or hide itself shown as a symbol. Tabs and line feeds stay, unless `one_line` (a name, a
+    table's cell)."""
+    return text.translate(_ONE_LINE if one_line else _LINES)
+
+
+def visible_output(text: str, *, colours: bool = True) -> str:
+    """A command's output for a screen: as `visible`, but a carriage return stays (it ends a
+    line there) and, with `colours`, so do SGR sequences (colour, bold) for the screen to draw.
+    Only the LLM and the transcript get the cleaned text (`kosmos.clean`)."""
+    if not colours or "\x1b" not in text:
+        return text.translate(_OUTPUT)
+    parts = _SGR.split(text)
+    parts[::2] = [part.translate(_OUTPUT) for part in parts[::2]]
+    return "".join(parts)
+
 
 # A partial line longer than this is shown before its newline arrives, all but its last
 # characters: they may be the start of a key's BEGIN or END line, or of a token.

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kosmos.engine.approval import Policy
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import UsageError
@@ -211,7 +212,7 @@ class FleetFrontend(RunFrontend):
             where += f" · replaying {req.canary_from}" if record is not None else ""
             where += f" · shard {self.shard}" if self.shard else ""
             self.console.say(
-                self.console.style(f"▶ {skill.name}", "1")
+                self.console.style(f"▶ {visible(skill.name, one_line=True)}", "1")
                 + f" on {len(hosts)} hosts · forks {req.forks}{where} · model {settings.model}",
                 stream=stream,
             )
@@ -279,7 +280,8 @@ class FleetFrontend(RunFrontend):
         for line in summary_lines(result, canary=canary):
             c.say(line, stream=out)
         color = "32" if result.exit_code == 0 else "31"
-        c.say(c.style(f"■ {result.message} · {result.duration_s:.1f}s", color), stream=out)
+        message = visible(result.message)
+        c.say(c.style(f"■ {message} · {result.duration_s:.1f}s", color), stream=out)
         c.say(c.style(f"  transcripts: {run_dir}", "2"), stream=c.err)
         if result.exit_code != 0 and self.request.json:
             c.error(f"kosmos: {result.message}")

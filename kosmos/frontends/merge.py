@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kosmos.engine.guard import visible
 from kosmos.errors import UsageError
 from kosmos.fleet.results import FleetFinished, fleet_result
 from kosmos.frontends.console import Console
@@ -74,5 +75,6 @@ def merge_command(directories: Sequence[Path], *, json_out: bool) -> int:
         for line in summary_lines(result, canary=replayed):
             console.say(line)
         color = "32" if result.exit_code == 0 else "31"
-        console.say(console.style(f"■ {result.message} · {len(directories)} runs merged", color))
+        message = visible(result.message)
+        console.say(console.style(f"■ {message} · {len(directories)} runs merged", color))
     return result.exit_code

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kosmos.config import Settings
+from kosmos.engine.guard import visible
 from kosmos.errors import SkillNotFound
 from kosmos.frontends.run import skill_library
 from kosmos.skills.model import Skill
@@ -25,6 +26,8 @@ def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> 
         from kosmos.frontends.remote import remote_skill_rows
 
         rows += remote_skill_rows(host, settings)
+    # Names and descriptions come from files: drawn with their control characters visible.
+    rows = [tuple(visible(cell, one_line=True) for cell in row) for row in rows]
     if not rows:
         print("no skills found")
     width = max((len(name) for name, _, _ in rows), default=0)
@@ -32,7 +35,7 @@ def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> 
         text = description if len(description) <= 70 else description[:69] + "…"
         print(f"{name.ljust(width)}  {text}  [{source}]")
     for problem in [*library.errors, *(w for s in skills for w in s.warnings)]:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"warning: {visible(problem)}", file=sys.stderr)
     return 0
 
 
@@ -77,6 +80,6 @@ def show_skill(name: str, settings: Settings, extra: Sequence[Path], host: str |
 
         skill = remote_skill(host, name, settings)
     for problem in skill.warnings:
-        print(f"warning: {problem}", file=sys.stderr)
-    print(describe(skill))
+        print(f"warning: {visible(problem)}", file=sys.stderr)
+    print(visible(describe(skill)))
     return 0
