@@ -67,7 +67,7 @@ async def open_chat(
     catalog = Catalog(lang, chat.messages)
     check_texts(settings, catalog)
     key = settings.api_key.get_secret_value() if settings.api_key else None
-    redactor = Redactor([key] if key else [], env=env)
+    redactor = Redactor(settings.secrets(), env=env)
     log = ChatLog(log_path, redactor=redactor, verbose=verbose)
     api = LLMApi(
         log,

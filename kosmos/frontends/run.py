@@ -185,8 +185,7 @@ class RunFrontend:
             self.console = Console()
         self.session: Session | None = None
         # Every secret kosmos knows of is masked in everything it shows, stores or sends.
-        api_key = settings.api_key.get_secret_value() if settings.api_key else None
-        self.redactor = Redactor([api_key] if api_key else [], env=env)
+        self.redactor = Redactor(settings.secrets(), env=env)
         self.host = request.host or "local"
         self.result: RunFinished | None = None
         # Events from before the run started (the parameter dialogue, notices from connecting),

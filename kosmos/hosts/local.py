@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kosmos.hosts.environment import command_env
 from kosmos.hosts.runner import (
     BROKEN_LINK,
     COMMAND_ENV,
@@ -47,7 +48,8 @@ class LocalRunner:
 
     def __init__(self, *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.cwd = cwd
-        self.env = {**(env if env is not None else os.environ), **COMMAND_ENV}
+        # Never a key kosmos holds: what a command prints goes back to the LLM.
+        self.env = {**command_env(env if env is not None else os.environ), **COMMAND_ENV}
         # One dialect for the policy and the shell: bash where there is one.
         bash = shutil.which("bash", path=self.env.get("PATH", os.defpath))
         self.shell_path = bash or "/bin/sh"

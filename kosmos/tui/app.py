@@ -52,8 +52,7 @@ class KosmosApp(App[int]):
     def new_redactor(self) -> Redactor:
         """Every secret kosmos knows of is masked in what it shows, stores or sends; each run
         has its own, fed as secrets appear (a sudo password typed in one run)."""
-        api_key = self.config.settings.api_key
-        return Redactor([api_key.get_secret_value()] if api_key else [], env=self.config.env)
+        return Redactor(self.config.settings.secrets(), env=self.config.env)
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen(self)
