@@ -85,6 +85,8 @@ class FleetFrontend(RunFrontend):
             events = read_transcript(source)
         except OSError as e:
             raise UsageError(f"--canary-from {source}: {e.strerror or e}") from None
+        except UsageError as e:  # names the file and the line that is not a kosmos event
+            raise UsageError(f"--canary-from {e}") from None
         return CanaryRecord.from_transcript(events, str(source), skill.name)
 
     @functools.cached_property

@@ -19,14 +19,24 @@ from kosmos.errors import UsageError
 from kosmos.fleet.results import FleetFinished, fleet_result
 from kosmos.frontends.console import Console
 from kosmos.frontends.fleet_view import summary_lines
+from kosmos.transcript import open_regular
 
 __all__ = ["merge_command", "merge_results"]
+
+
+# A fleet.json of 100,000 hosts is some 40 MB; past this it is not one of ours.
+MAX_RESULT_BYTES = 256 * 1024 * 1024
 
 
 def _load(directory: Path) -> FleetFinished:
     path = directory / "fleet.json"
     try:
-        return FleetFinished.model_validate_json(path.read_text(encoding="utf-8"))
+        with open_regular(path, "a fleet result") as f:
+            data = f.read(MAX_RESULT_BYTES + 1)
+        if len(data) > MAX_RESULT_BYTES:
+            limit = MAX_RESULT_BYTES // 2**20
+            raise UsageError(f"{path}: larger than {limit} MiB; not a fleet result")
+        return FleetFinished.model_validate_json(data)
     except FileNotFoundError:
         raise UsageError(
             f"{directory}: no fleet.json; give the run directory of a finished fleet run "

@@ -114,7 +114,9 @@ def load_events(path: Path, flag: str) -> list[Event]:
         return read_transcript(path)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such transcript; check {flag}") from None
-    except (OSError, ValueError) as e:
+    except UsageError as e:  # the file and line that is not a kosmos event
+        raise UsageError(f"{e}; check {flag}") from None
+    except OSError as e:
         raise UsageError(f"{path}: not a readable kosmos transcript ({e}); check {flag}") from e
 
 
