@@ -44,6 +44,8 @@ class RunStarted(Event):
     os: str | None = None
     # --memory: the memory prompt (Target OS block, memory directives, memory index).
     memory: bool = False
+    # sha256 of the SKILL.md's text: what --canary-from checks the skill against.
+    skill_sha256: str | None = None
 
 
 class KnowledgeLoaded(Event):

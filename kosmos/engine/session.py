@@ -232,6 +232,7 @@ class Session:
                 replay_of=self.replay_of,
                 os=self.os_name,
                 memory=self.options.memory,
+                skill_sha256=self.skill.sha256 or None,
             )
         )
         try:

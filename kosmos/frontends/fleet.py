@@ -132,6 +132,9 @@ class FleetFrontend(RunFrontend):
         record = self.canary_record(skill)
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
+        if record is not None:  # refused before any host is touched
+            protocol = req.protocol or skill.protocol or settings.protocol
+            record.check(skill, params, prompt=req.prompt, protocol=protocol)
         run_id = uuid.uuid4().hex
         assert settings.transcript_dir is not None
         stamp = time.strftime("%Y%m%d-%H%M%S")

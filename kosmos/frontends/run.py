@@ -387,7 +387,7 @@ class RunFrontend:
 
             recording, tolerant = replay
             provider = ReplayProvider(recording, tolerant=tolerant)
-            operator = ReplayOperator(recording, operator)
+            operator = ReplayOperator(recording.decided, operator)
         else:
             provider = make_provider(settings)
         started = resume.started if resume else None
@@ -433,7 +433,10 @@ class RunFrontend:
 
             assert isinstance(provider, ReplayProvider)
             session.replay_of = provider.recording.source
-            session.gate = ReplayGate(provider.recording, session.gate)
+            recorded = provider.recording
+            session.gate = ReplayGate(
+                recorded.decided, session.gate, interrupted=recorded.interrupted
+            )
             provider.warn = self._replay_warner(session)
         self.session = session
         if policy_from.startswith("config") and req.yes:
