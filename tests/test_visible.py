@@ -138,3 +138,23 @@ def test_names_from_files_cannot_redraw_a_table(cli_env: dict, tmp_path: Path) -
     )
     assert ESC not in listed.stdout and "\u202e" not in listed.stdout
     assert "probe␛[2K" in listed.stdout and "looks⟨U+202E⟩ harmless␇" in listed.stdout
+
+
+async def test_the_tui_fleet_bar_and_table_show_escapes(llm: ScriptedLLM, home: Path) -> None:
+    from textual.widgets import Static
+
+    from tests.fleethelpers import scripted
+    from tests.test_tui_fleet import SIZE, fleet_app, start_fleet, waiting_on
+    from tests.tuihelpers import until
+
+    command = f"{ESC}[2K\u202erm -rf x"
+    names = ["web1", "web2"]
+    llm.default = scripted([f"[CMD] {command}", "[DONE] ok"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        await until(pilot, waiting_on(app, command, 2), "the command waiting on both hosts")
+        shown = str(app.screen.query_one("#approval-text", Static).render())
+        assert "$ ␛[2K⟨U+202E⟩rm -rf x" in shown and ESC not in shown
+        await pilot.press("s")
