@@ -28,7 +28,8 @@ __all__ = ["mask_colon_lines", "mask_key_bodies", "mask_netrc_entries", "mask_ya
 
 KEY_WIDTHS = (64, 70)
 # Two or more lines that are base64 alone; a block of them is looked at as a whole.
-_B64_RUN = re.compile(r"(?m)^(?:[A-Za-z0-9+/]{4,76}={0,2}\r?(?:\n|\Z))+")
+# Possessive: a longer line fails at once instead of being tried at every shorter length.
+_B64_RUN = re.compile(r"(?m)^(?:[A-Za-z0-9+/]{4,76}+={0,2}+\r?(?:\n|\Z))+")
 _LONG_B64 = re.compile(r"\n[A-Za-z0-9+/]{60}")  # searched for in "\n" + text
 _OPENSSH_BODY = "b3BlbnNzaC1rZXktdjE"  # base64 of "openssh-key-v1"
 # The armour a block sits in, when it says what the block is.
