@@ -30,7 +30,9 @@ KEY_WIDTHS = (64, 70)
 # Two or more lines that are base64 alone; a block of them is looked at as a whole.
 # Possessive: a longer line fails at once instead of being tried at every shorter length.
 _B64_RUN = re.compile(r"(?m)^(?:[A-Za-z0-9+/]{4,76}+={0,2}+\r?(?:\n|\Z))+")
-_LONG_B64 = re.compile(r"\n[A-Za-z0-9+/]{60}")  # searched for in "\n" + text
+# A line of a key's full width, searched for in "\n" + text + "\n": no key body without one
+# (the regex engine finds each line feed at the speed of a search for one character).
+_FULL_LINE = re.compile(r"\n(?:[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{70})\r?\n")
 _OPENSSH_BODY = "b3BlbnNzaC1rZXktdjE"  # base64 of "openssh-key-v1"
 # The armour a block sits in, when it says what the block is.
 _ARMOUR = re.compile(r"^-----(?:BEGIN|END) ([^-\n]+)-----\r?$")
@@ -61,7 +63,7 @@ def _public(text: str, start: int, end: int) -> bool:
 
 def mask_key_bodies(text: str) -> str:
     """Blocks of key-shaped base64 lines, each masked as one [REDACTED] line."""
-    if _LONG_B64.search("\n" + text) is None:
+    if _OPENSSH_BODY not in text and _FULL_LINE.search(f"\n{text}\n") is None:
         return text
     out: list[str] = []
     done = 0
