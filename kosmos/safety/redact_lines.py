@@ -135,7 +135,7 @@ def mask_yaml_values(text: str) -> str:
 
 # A .pgpass field: anything but blanks and colons, a backslash escaping one (unrolled: one pass
 # over the characters, no backtracking between alternatives).
-_FIELD = r"[^\s:\\]+(?:\\.[^\s:\\]*)*"
+_FIELD = r"[^\s:\\]++(?:\\.[^\s:\\]*+)*+"
 _DES = r"[./0-9A-Za-z]{13}"
 _LINE_END = r"(?=\r?(?:\n|\Z))"
 # Each starts with the line feed before its line: the regex engine finds those at the speed
@@ -144,8 +144,8 @@ _COLON_LINE = re.compile(
     r"\n(?:"
     rf"(?P<pgpass>{_FIELD}:(?:\d{{1,5}}|\*):{_FIELD}:{_FIELD}:)"
     rf"[^:\n\\]*(?:\\.[^:\n\\]*)*(?<=[^:\s]){_LINE_END}"
-    rf"|(?P<shadow>[^\s:]+:!?){_DES}(?=(?::\d*){{5}}:\d*:[^:\n]*{_LINE_END})"
-    rf"|(?P<htpasswd>[\w.@-]+:)(?=[./0-9A-Za-z]{{0,12}}[0-9./])(?=[./0-9A-Za-z]{{0,12}}[a-z])"
+    rf"|(?P<shadow>[^\s:]++:!?){_DES}(?=(?::\d*){{5}}:\d*:[^:\n]*{_LINE_END})"
+    rf"|(?P<htpasswd>[\w.@-]++:)(?=[./0-9A-Za-z]{{0,12}}[0-9./])(?=[./0-9A-Za-z]{{0,12}}[a-z])"
     rf"(?=[./0-9A-Za-z]{{0,12}}[A-Z]){_DES}{_LINE_END}"
     r")"
 )
