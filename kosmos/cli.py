@@ -262,7 +262,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
             return merge_command(args.dirs, json_out=args.json)
     except KosmosError as e:
-        print(f"kosmos: {e}", file=sys.stderr)
+        from kosmos.engine.guard import visible
+
+        print(f"kosmos: {visible(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

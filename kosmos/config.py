@@ -151,6 +151,29 @@ class Settings(BaseModel):
                 return name, found
         return None
 
+    def secrets(self) -> list[str]:
+        """Every secret these settings hold: the API keys (the run's and each provider's) and
+        what the chat's HTTP tools send (secret-named body values, a password in a URL)."""
+        from urllib.parse import urlsplit
+
+        from kosmos.safety.secret_patterns import SECRET_KEY
+
+        found = [self.api_key] + [p.api_key for p in self.providers.values()]
+        values = [s.get_secret_value() for s in found if s is not None]
+        tools = self.chat.get("tools") if isinstance(self.chat, dict) else None
+        for tool in tools if isinstance(tools, list) else []:
+            if not isinstance(tool, dict):
+                continue
+            body = tool.get("body")
+            for key, value in body.items() if isinstance(body, dict) else ():
+                if isinstance(value, str) and SECRET_KEY.fullmatch(str(key)):
+                    values.append(value)
+            url = tool.get("base_url")
+            password = urlsplit(url).password if isinstance(url, str) else None
+            if password:
+                values.append(password)
+        return [v for v in values if v.strip()]
+
     def capabilities(self) -> dict[str, bool]:
         """The active provider's capabilities for the active model, config over defaults."""
         caps = {"json_schema": True, "tools": True, "json_mode": True}

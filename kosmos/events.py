@@ -48,6 +48,8 @@ class RunStarted(Event):
     memory_dir: str | None = None
     # The kernel lock on the host: `held (Landlock ABI 7, seccomp)` or `not held: why`.
     lock: str | None = None
+    # sha256 of the SKILL.md's text: what --canary-from checks the skill against.
+    skill_sha256: str | None = None
 
 
 class KnowledgeLoaded(Event):

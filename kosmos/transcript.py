@@ -8,9 +8,13 @@ import json
 import os
 import queue
 import re
+import stat
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
+
+from pydantic import ValidationError
 
 from kosmos.errors import KosmosError, RecordError, UsageError
 from kosmos.events import Event, parse_event
@@ -182,12 +186,80 @@ def unwritable(path: Path, error: OSError, what: str) -> KosmosError:
 _DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
 
 
+# The longest line a transcript holds: an LLM request carrying a long history, a command's
+# output (1 MiB kept) twice over. Past it the file is not a transcript of ours.
+MAX_LINE = 64 * 1024 * 1024
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+class NotAFile(UsageError):
+    """A path given as a file kosmos reads (a transcript, a fleet.json) that is not one."""
+
+
+def open_regular(path: Path, what: str) -> BinaryIO:
+    """`path` opened for reading, if it is a regular file; NotAFile (exit 2) for a directory,
+    FIFO, device or socket, which would hang a read or never end (/dev/zero).
+
+    FileNotFoundError and other OSErrors pass up for the caller to word.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        if kind != stat.S_IFREG:
+            raise NotAFile(f"{path}: {_KINDS.get(kind, 'a special file')}, not {what}")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_transcript(path: Path) -> list[Event]:
-    """Every complete event in a transcript; a torn last line (killed mid-write) is ignored."""
+    """Every complete event in a transcript; a torn last line (killed mid-write) is ignored.
+
+    Anything else that is not a kosmos event is a UsageError (exit 2) naming the file and the
+    line; so is a path that is not a regular file.
+    """
     events: list[Event] = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break
-            events.append(parse_event(json.loads(line)))
+    with open_regular(path, "a transcript file") as f:
+        number = 0
+        while True:
+            raw = f.readline(MAX_LINE + 1)
+            number += 1
+            if not raw.endswith(b"\n"):
+                if len(raw) > MAX_LINE:
+                    raise UsageError(
+                        f"{path} line {number}: longer than {MAX_LINE // 2**20} MiB; not a "
+                        "kosmos transcript"
+                    )
+                break  # the end, or a torn last line
+            events.append(_event(raw, path, number))
     return events
+
+
+def _event(raw: bytes, path: Path, number: int) -> Event:
+    where = f"{path} line {number}"
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise UsageError(f"{where}: not UTF-8 text; is it a kosmos transcript?") from None
+    except ValueError as e:
+        raise UsageError(f"{where}: not JSON ({e}); is it a kosmos transcript?") from None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise UsageError(f'{where}: not a kosmos event (no "type"); is it a transcript?')
+    try:
+        return parse_event(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ())) or "the event"
+        raise UsageError(
+            f"{where}: a {data['type']!r} event kosmos cannot read ({field}: {first['msg']}); "
+            "was the file edited?"
+        ) from None

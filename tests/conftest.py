@@ -18,6 +18,7 @@ import pytest
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
 from tests.sshserver import InProcessSSHServer
+from tests.tmux import terminal  # noqa: F401 - a fixture: a real terminal (tmux)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -92,10 +93,12 @@ def pseudo_terminal() -> Iterator[tuple[int, int]]:
 # -- SSH: Debian's sshd (one per test worker) and an in-process asyncssh server -----------------
 
 
-def _serve(request: pytest.FixtureRequest, *, certificates: bool) -> Iterator[Sshd]:
+def _serve(
+    request: pytest.FixtureRequest, *, certificates: bool = False, bare: bool = False
+) -> Iterator[Sshd]:
     worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
     try:
-        server = start_sshd(worker, certificates=certificates)
+        server = start_sshd(worker, certificates=certificates, bare=bare)
     except SshdUnavailable as e:
         if os.environ.get("KOSMOS_REQUIRE_SSHD") == "1":
             pytest.fail(f"KOSMOS_REQUIRE_SSHD=1 but sshd cannot run: {e}")
@@ -118,6 +121,13 @@ def cert_sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
     """A second sshd on loopback that proves itself with a host certificate (`HostCertificate`)
     and lets the client in only with a user certificate (`TrustedUserCAKeys`)."""
     yield from _serve(request, certificates=True)
+
+
+@pytest.fixture(scope="session")
+def bare_sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
+    """A third sshd on loopback with no sftp subsystem, which takes any variable a client sends
+    (`AcceptEnv *`)."""
+    yield from _serve(request, bare=True)
 
 
 @pytest.fixture

@@ -6,6 +6,10 @@ Runs as root (as CI does). The test user's password field is `*`: an account fre
 `start_sshd(..., certificates=True)` starts one that vouches for itself with certificates
 instead: its host keys (Ed25519, certified, and RSA) are signed by a host CA, and it takes
 no authorized key, only a user certificate signed by its user CA.
+
+`start_sshd(..., bare=True)` starts one that offers no sftp subsystem (as a host whose
+sshd_config has no `Subsystem sftp` line) and takes every variable a client sends
+(`AcceptEnv *`).
 """
 
 from __future__ import annotations
@@ -139,16 +143,19 @@ def _ensure_user(name: str, home: Path) -> None:
     subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
 
 
-def start_sshd(worker: str, *, certificates: bool = False, extra_config: str = "") -> Sshd:
+def start_sshd(
+    worker: str, *, certificates: bool = False, bare: bool = False, extra_config: str = ""
+) -> Sshd:
     """Start sshd for this test worker; raises SshdUnavailable when it cannot run here.
 
-    `extra_config`: more sshd_config lines (`SetEnv PATH=...` for a host with other programs).
+    `bare`: no sftp subsystem (and every variable accepted); `extra_config`: more sshd_config
+    lines (`SetEnv PATH=...` for a host with other programs).
     """
     if os.geteuid() != 0:
         raise SshdUnavailable("the sshd tests need root (they add a test user)")
     if not SSHD.exists() or not shutil.which("ssh-keygen") or not shutil.which("useradd"):
         raise SshdUnavailable("openssh-server, ssh-keygen or useradd is not installed")
-    kind = "kc" if certificates else "kx" if extra_config else "kt"
+    kind = "kc" if certificates else "kb" if bare else "kx" if extra_config else "kt"
     root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{kind}-{worker}-"))
     root.chmod(0o755)
     # One user per test process and server: concurrent suites on one machine, and the two
@@ -198,7 +205,7 @@ AllowTcpForwarding yes
 MaxStartups 200:30:400
 MaxSessions 200
 LogLevel VERBOSE
-Subsystem sftp internal-sftp
+{"AcceptEnv *" if bare else "Subsystem sftp internal-sftp"}
 {certified}{extra_config}"""
     )
     Path("/run/sshd").mkdir(exist_ok=True)

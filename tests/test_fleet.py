@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from pathlib import Path
@@ -328,7 +329,9 @@ def test_journal_keeps_each_hosts_events_in_order(tmp_path: Path) -> None:
     for host in hosts:
         events = read_transcript(journal.path(host))
         assert [e.message for e in events] == [f"{host} {i}" for i in range(300)]
-    assert journal.path("odd/name").name == "odd_name.jsonl"
+    # A name that is not a safe file name gets a hash of itself: `odd name` is another file.
+    assert re.fullmatch(r"odd_name-[0-9a-f]{12}\.jsonl", journal.path("odd/name").name)
+    assert journal.path("odd name") != journal.path("odd/name")
 
 
 @pytest.mark.parametrize("protocol", ["tools", "json"])

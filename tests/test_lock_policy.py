@@ -17,8 +17,9 @@ import pytest
 
 from kosmos.engine.approval import ApprovalGate
 from kosmos.engine.operator import Approval
+from kosmos.engine.replay import Decisions, ReplayGate, ReplayOperator
 from kosmos.engine.session import SessionOptions
-from kosmos.events import CommandDecision, CommandFinished, Notice, RunStarted
+from kosmos.events import CommandDecision, CommandFinished, DecidedBy, Notice, RunStarted
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.lock import HostLock, LockConfig, LockStatus
 from kosmos.hosts.runner import Lock
@@ -143,6 +144,43 @@ async def test_a_host_that_requires_the_lock_runs_nothing_unasked_without_it() -
     assert optional.action == "run" and optional.lock == Lock()
     locked = await _decide(_gate(NONE, "locked"), "ls")
     assert locked.action == "refused" and "the policy is locked" in locked.reason
+
+
+@pytest.mark.parametrize("by", ["replay", "canary"])
+async def test_a_replayed_yes_runs_a_read_inside_the_lock_and_a_dangerous_one_needs_the_name(
+    by: DecidedBy,
+) -> None:
+    """A recording's or a canary's yes is nobody's yes here: what it lets run, runs unasked,
+    inside the lock and said to be the replay's; a dangerous command needs the name typed here."""
+    decided = Decisions()
+    recorded = [
+        (1, "ls -l", "run", "ls -l"),
+        (2, "systemctl status ssh", "run", "systemctl status ssh"),
+        (3, "rm -rf /", "run", "rm -rf /"),
+        (4, "cat /etc/hostname", "edit", "cat /etc/hosts"),
+    ]
+    for step, proposed, decision, command in recorded:
+        decided.observe(
+            CommandDecision(step=step, decision=decision, command=command, proposed=proposed)
+        )
+    person = ScriptOperator(approvals=[Approval.run()])  # a plain yes, no host name typed
+    kit = HostLock(LockConfig(), HELD)
+    gate = ApprovalGate(
+        ReplayOperator(decided, person, by=by),
+        Prompts.load(),
+        host="web1",
+        host_lock=lambda: kit,
+    )
+    replayed = ReplayGate(decided, gate, interrupted={2}, by=by)
+    got = [await replayed.decide(step, proposed) for step, proposed, _, _ in recorded]
+    assert [(d.action, d.command, d.by, d.asked, d.lock) for d in got] == [
+        ("run", "ls -l", by, False, Lock(sockets=False)),
+        # Interrupted in the recording: the recorded yes, for a read through a service.
+        ("run", "systemctl status ssh", by, False, Lock(sockets=True)),
+        ("refused", "rm -rf /", "policy", False, None),
+        ("edit", "cat /etc/hosts", by, False, Lock(sockets=False)),
+    ]
+    assert [p.command for p in person.proposals] == ["rm -rf /"]
 
 
 # -- a session -----------------------------------------------------------------------------------

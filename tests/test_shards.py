@@ -145,7 +145,9 @@ async def test_a_canary_then_four_shards_in_parallel_then_merge(
 # -- what is refused ------------------------------------------------------------------------
 
 
-def _fleet_dir(root: Path, name: str, skill: str, hosts: list[str], code: int = 0) -> Path:
+def _fleet_dir(
+    root: Path, name: str, skill: str, hosts: list[str], code: int = 0, shard: str | None = None
+) -> Path:
     d = root / name
     d.mkdir()
     host_rows = [
@@ -166,6 +168,7 @@ def _fleet_dir(root: Path, name: str, skill: str, hosts: list[str], code: int = 
                 "counts": {},
                 "hosts": host_rows,
                 "skill": skill,
+                "shard": shard,
             }
         )  # fmt: skip
     )
@@ -173,9 +176,9 @@ def _fleet_dir(root: Path, name: str, skill: str, hosts: list[str], code: int = 
 
 
 def test_merge_refuses_a_host_twice_and_mixed_skills(cli_env: dict, tmp_path: Path) -> None:
-    a = _fleet_dir(tmp_path, "a", "probe", ["web1", "web2"])
-    b = _fleet_dir(tmp_path, "b", "probe", ["web2", "web3"])
-    c = _fleet_dir(tmp_path, "c", "other", ["web9"])
+    a = _fleet_dir(tmp_path, "a", "probe", ["web1", "web2"], shard="1/2")
+    b = _fleet_dir(tmp_path, "b", "probe", ["web2", "web3"], shard="2/2")
+    c = _fleet_dir(tmp_path, "c", "other", ["web9"], shard="2/2")
     twice = run_cli(["fleet", "merge", str(a), str(b)], env=cli_env, cwd=tmp_path)
     assert twice.returncode == 2
     assert f"host web2 is in both {a} and {b}" in twice.stderr
@@ -190,8 +193,8 @@ def test_merge_refuses_a_host_twice_and_mixed_skills(cli_env: dict, tmp_path: Pa
 
 
 def test_merge_takes_the_exit_code_of_the_worst_host(cli_env: dict, tmp_path: Path) -> None:
-    ok = _fleet_dir(tmp_path, "ok", "probe", ["web1"])
-    bad = _fleet_dir(tmp_path, "bad", "probe", ["web2"], code=1)
+    ok = _fleet_dir(tmp_path, "ok", "probe", ["web1"], shard="1/2")
+    bad = _fleet_dir(tmp_path, "bad", "probe", ["web2"], code=1, shard="2/2")
     proc = run_cli(["fleet", "merge", str(ok), str(bad), "--json"], env=cli_env, cwd=tmp_path)
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["counts"] == {"done": 1, "failed": 1}

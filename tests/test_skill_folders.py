@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kosmos.engine.session import SessionOptions
-from kosmos.events import SkillFolderReady
+from kosmos.events import Notice, SkillFolderReady
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from kosmos.prompts import Prompts
@@ -100,8 +100,11 @@ def test_over_openssh_the_files_are_uploaded_once_with_their_exec_bits(
     assert first["files"] == ["references/notes.md", "scripts/hello.sh"]
     sent = sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file())
     assert sent == ["references/notes.md", "scripts/hello.sh"]
-    assert stat.S_IMODE((copy / "scripts/hello.sh").stat().st_mode) == 0o755
-    assert stat.S_IMODE((copy / "references/notes.md").stat().st_mode) == 0o644
+    # The exec bit kept, nothing readable by others on the host.
+    assert stat.S_IMODE((copy / "scripts/hello.sh").stat().st_mode) == 0o700
+    assert stat.S_IMODE((copy / "references/notes.md").stat().st_mode) == 0o600
+    for folder in (copy, copy / "scripts", copy / "references", cache):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     assert (copy / "scripts/hello.sh").stat().st_uid == (remote.remote_home).stat().st_uid
     assert f"Base directory for this skill: {copy}\n" in llm.requests[0].system
     assert llm.requests[1].last_user_text.startswith("Command output:\nhello from scripts\n")
@@ -183,16 +186,18 @@ def test_a_folder_over_1_mib_is_exit_2_naming_the_limit(
     assert llm.requests == []
 
 
-async def test_a_host_without_sftp_is_a_host_error_saying_so(
+async def test_a_host_without_sftp_gets_the_files_through_the_command_channel(
     llm: ScriptedLLM,
     ssh_home: Path,
     ssh_server: InProcessSSHServer,
     ssh_keys: tuple,
     tmp_path: Path,
 ) -> None:
+    # asyncssh's server offers no sftp subsystem unless asked to.
     write_inproc_home(ssh_home, ssh_server, ssh_keys[1])
     skill = load_skill_file(skill_folder(tmp_path) / "SKILL.md", "test")
     runner = SSHRunner(parse_target("inproc"), connect_timeout=5)
+    llm.default = run_the_script
     await runner.connect()
     try:
         run = await run_session(
@@ -200,12 +205,15 @@ async def test_a_host_without_sftp_is_a_host_error_saying_so(
         )
     finally:
         await runner.close()
-    assert run.result.exit_code == 6
-    assert "could not upload the skill's files to ~/.cache/kosmos/skills/probe-" in (
-        run.result.message
+    assert run.result.exit_code == 0, run.result.message
+    [ready] = run.of(SkillFolderReady)
+    assert ready.how == "uploaded" and ready.base.startswith(str(ssh_server.state.home))
+    [note] = [n.message for n in run.of(Notice) if "sftp" in n.message]
+    assert note.endswith(
+        "offers no sftp subsystem, so the skill's files went through the "
+        "command channel (a tar piped to `tar -x`)"
     )
-    assert "sftp subsystem" in run.result.message
-    assert llm.requests == []
+    assert llm.requests[1].last_user_text.startswith("Command output:\nhello from scripts\n")
 
 
 def test_a_skill_without_files_keeps_the_seed_prompt(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ CASES = [
     ("printf 'before\\rafter\\r\\n'", ["before", "after"]),
     ("printf 'cr\\r'; sleep 0.3; printf '\\nlf\\n'", ["cr", "lf"]),
     ("printf '\\n  no newline at the end'", ["", "  no newline at the end"]),
-    ("printf '\\033[2Jcleared? \\033[31mred\\n'", ["␛[2Jcleared? ␛[31mred"]),
+    # A colour is drawn (see below); any other escape is shown, never sent to the terminal.
+    ("printf '\\033[2Jcleared? \\033[31mred\\n'", ["␛[2Jcleared? red"]),
     ("true", []),
 ]
 
@@ -99,8 +100,43 @@ def test_each_step_keeps_its_own_output() -> None:
 
 def test_control_characters_are_shown_not_sent_to_the_terminal() -> None:
     tail = OutputTail()
-    tail.feed("\x1b[31mred\x07\x7f\x9b\tx\r\n")
-    assert tail.take() == "␛[31mred␇␡\ufffd\tx\r\n"
+    tail.feed("\x1b[31mred\x07\x7f\x9b\tx\x1b[1G\x1b]0;title\x07\u202e\r\n")
+    # The colour stays for the log to draw; everything else that steers a terminal is shown.
+    assert tail.take() == "\x1b[31mred␇␡⟨U+009B⟩\tx␛[1G␛]0;title␇⟨U+202E⟩\r\n"
+
+
+def test_a_colour_cut_at_the_width_leaves_no_half_sequence() -> None:
+    tail = OutputTail(max_width=8)
+    tail.feed("abcde\x1b[1;31mred\n")
+    assert tail.take() == "abcde…\n"
+
+
+async def test_output_keeps_its_colours_on_screen(llm: ScriptedLLM, home: Path) -> None:
+    llm.script(
+        "[CMD] printf '\\033[1;32mGREEN\\033[0m plain\\tx \\033[2Kkept\\n'; ls --color=always -d /tmp",
+        "[DONE] ok",
+    )
+    app = make_app(llm.base_url, home, params={"unit": "x"})
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("ctrl+r")
+        await until(pilot, awaiting_step(app, 1), "step 1 awaiting approval")
+        await pilot.press("enter")
+        await until(pilot, finished(app), "the run's end")
+        view = front_view(app)
+        log = view.cmd_steps[1].query_one("#output", Log)
+        assert shown(log)[0] == "GREEN plain     x ␛[2Kkept"
+        styles = {seg.text: seg.style for seg in log.render_line(0) if seg.text.strip()}
+        green = styles["GREEN"]
+        assert green is not None and green.bold and green.color.number == 2
+        assert styles[" plain     x ␛[2Kkept"].color != green.color
+        # `ls --color` paints a directory and shows no escapes.
+        assert shown(log)[1] == "/tmp"
+        [tmp] = [seg for seg in log.render_line(1) if seg.text == "/tmp"]
+        assert tmp.style is not None and tmp.style.color is not None
+        transcript = view.controller.transcript_path
+    # The LLM gets the text as a terminal would have left it: no colours, the erased line gone.
+    finished_event = next(e for e in read_transcript(transcript) if e.type == "command_finished")
+    assert finished_event.sent_to_llm.split() == ["kept", "/tmp"]
 
 
 def test_a_carriage_return_ends_a_line_for_the_width_cut() -> None:

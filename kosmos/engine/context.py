@@ -117,6 +117,8 @@ async def skill_body(
     placed = await place_folder(skill, runner, timeout=timeout)
     if placed is None:
         return skill.body
+    if placed.note:
+        emit(Notice(message=placed.note))
     emit(
         SkillFolderReady(
             base=placed.base, files=list(placed.files), bytes=placed.size, how=placed.how

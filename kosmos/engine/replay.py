@@ -10,12 +10,17 @@ A recording of a resumed run holds steps whose command started and whose result 
 (kosmos killed mid-command); the resumed run then refused it (headless) or asked the
 operator. `ReplayGate` replays that decision: such a command runs again only if the resumed
 run ran it.
+
+The decisions themselves (`Decisions`) are replayed the same way for `--replay` and for a fleet
+that follows its canary (`kosmos.fleet.canary`): a skip stays skipped and a refusal refused
+whatever the policy says now, an edit runs edited, and a recorded yes answers the question
+the policy asks (never a dangerous one's: that needs a person each time).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kosmos.engine.approval import ApprovalGate, Decision
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
@@ -25,6 +30,7 @@ from kosmos.events import (
     CommandDecision,
     CommandFinished,
     CommandStarted,
+    DecidedBy,
     Event,
     FileRead,
     LLMReply,
@@ -42,19 +48,41 @@ class ReplayMismatch(RunFailed):
 
 
 @dataclass
+class Decisions:
+    """What a run's operator and policy decided at each step, and what was answered: what a
+    replay takes over from a recording, and a fleet's host from its canary."""
+
+    commands: dict[int, CommandDecision] = field(default_factory=dict)
+    answers: dict[int, Answer] = field(default_factory=dict)
+    # [GET-FILE] and memory steps: whether each was allowed (done or failed) or skipped.
+    actions: dict[int, FileRead | MemoryAction] = field(default_factory=dict)
+
+    def observe(self, event: Event) -> None:
+        """Feed the run's events in order; the last decision of a step wins (a resume's)."""
+        if isinstance(event, CommandDecision):
+            self.commands[event.step] = event
+        elif isinstance(event, Answer):
+            self.answers[event.step] = event
+        elif isinstance(event, FileRead | MemoryAction):
+            self.actions[event.step] = event
+
+    def command(self, step: int, proposed: str) -> CommandDecision | None:
+        """The decision taken on `proposed` at `step`; None for another command."""
+        recorded = self.commands.get(step)
+        return recorded if recorded is not None and recorded.proposed == proposed else None
+
+
+@dataclass
 class Recording:
     """What a transcript holds for a replay: each request with its reply, decisions, answers."""
 
     source: str
     started: RunStarted
     exchanges: list[tuple[LLMRequest, LLMReply]] = field(default_factory=list)
-    decisions: dict[int, CommandDecision] = field(default_factory=dict)
-    answers: dict[int, Answer] = field(default_factory=dict)
-    # Steps whose command started and whose result was never recorded; `decisions` holds
-    # what the resumed run decided about them (the last decision of a step wins).
+    decided: Decisions = field(default_factory=Decisions)
+    # Steps whose command started and whose result was never recorded; `decided` holds
+    # what the resumed run decided about them.
     interrupted: set[int] = field(default_factory=set)
-    # [GET-FILE] and memory steps: whether each was allowed (done or failed) or skipped.
-    actions: dict[int, FileRead | MemoryAction] = field(default_factory=dict)
 
     @classmethod
     def from_events(cls, events: Sequence[Event], source: str) -> Recording:
@@ -65,6 +93,7 @@ class Recording:
         request: LLMRequest | None = None
         running: set[int] = set()  # started in this segment, not finished yet
         for e in events:
+            rec.decided.observe(e)
             if isinstance(e, RunStarted):
                 rec.interrupted |= running
                 running = set()
@@ -77,12 +106,6 @@ class Recording:
             elif isinstance(e, LLMReply) and request is not None:
                 rec.exchanges.append((request, e))
                 request = None
-            elif isinstance(e, CommandDecision):
-                rec.decisions[e.step] = e
-            elif isinstance(e, Answer):
-                rec.answers[e.step] = e
-            elif isinstance(e, FileRead | MemoryAction):
-                rec.actions[e.step] = e
         if not rec.exchanges:
             raise UsageError(f"{source}: the recording holds no LLM reply to replay")
         return rec
@@ -182,34 +205,52 @@ class ReplayProvider:
 class ReplayOperator:
     """Answers as the recorded operator did; what the recording lacks goes to `inner`.
 
-    A dangerous command always goes to `inner`: a confirmation typed for another host or
-    another day does not count.
+    It says yes to the command (or the edit) that was run at the step, allows or skips a file
+    read or memory write as was done, and gives the recorded answer to the same question.
+    `active` says whether the recording still applies (a fleet's host that left its canary's
+    path asks its own operator). A dangerous command always goes to `inner`: a confirmation
+    typed for another host or another day does not count. Its approvals say `by` (`replay`, or
+    `canary` on a fleet's host): nobody said yes here, so what they approve runs unasked.
     """
 
-    def __init__(self, recording: Recording, inner: Operator) -> None:
-        self.recording = recording
+    def __init__(
+        self,
+        decided: Decisions,
+        inner: Operator,
+        active: Callable[[], bool] = lambda: True,
+        *,
+        people_only: bool = False,
+        by: DecidedBy = "replay",
+    ) -> None:
+        self.decided = decided
         self.inner = inner
+        self.active = active
+        self.by = by
+        # Whose run counts as a yes: anyone's for a replay of one's own recording; for a
+        # canary's, only a person's, there or through a replay or a fleet's approval (what its
+        # policy ran unasked, this host's policy judges).
+        people: tuple[DecidedBy, ...] = ("operator", "replay", "standing", "canary")
+        self.yes_by = people if people_only else (*people, "policy")
 
     async def approve(self, proposal: CommandProposal) -> Approval:
+        if not self.active() or proposal.risk == "dangerous":
+            return await self.inner.approve(proposal)
         if proposal.kind != "command":
             return await self._allow(proposal)
-        recorded = self.recording.decisions.get(proposal.step)
+        recorded = self.decided.commands.get(proposal.step)
+        # The gate asks about the recorded command itself, or about its recorded edit.
         if (
-            proposal.risk == "dangerous"
-            or recorded is None
-            or recorded.proposed != proposal.command
-            or recorded.decision == "refused"
+            recorded is not None
+            and recorded.decision in ("run", "edit")
+            and recorded.by in self.yes_by
+            and proposal.command == recorded.command
         ):
-            return await self.inner.approve(proposal)
-        if recorded.decision == "skip":
-            return Approval("skip", by="replay")
-        if recorded.decision == "edit":
-            return Approval("edit", recorded.command, by="replay")
-        return Approval("run", by="replay")
+            return Approval("run", by=self.by)
+        return await self.inner.approve(proposal)
 
     async def _allow(self, proposal: CommandProposal) -> Approval:
         """A file read or memory write as the recorded operator allowed it (or not)."""
-        recorded = self.recording.actions.get(proposal.step)
+        recorded = self.decided.actions.get(proposal.step)
         target = recorded.path if isinstance(recorded, FileRead) else getattr(recorded, "name", "")
         if (
             recorded is None
@@ -218,10 +259,10 @@ class ReplayOperator:
             or target not in proposal.command
         ):
             return await self.inner.approve(proposal)
-        return Approval("skip" if recorded.status == "skipped" else "run", by="replay")
+        return Approval("skip" if recorded.status == "skipped" else "run", by=self.by)
 
     async def answer(self, question: Question) -> str | None:
-        recorded = self.recording.answers.get(question.step)
+        recorded = self.decided.answers.get(question.step) if self.active() else None
         if recorded is None or recorded.question != question.text:
             return await self.inner.answer(question)
         return recorded.answer
@@ -234,14 +275,28 @@ class ReplayOperator:
 
 
 class ReplayGate(ApprovalGate):
-    """The approval gate of a replay: a command the recording lost to an interruption gets
-    the decision the resumed run took, whatever the policy.
+    """The approval gate of a run that replays recorded decisions (`--replay`, or a fleet's
+    host following its canary), put in front of the run's own gate.
 
-    A refusal is repeated with the recorded text; a run, skip or edit is taken from the
-    operator (`ReplayOperator` answers as recorded). A dangerous one is judged as ever.
+    For a command the recording decided on at this step: a refusal is repeated with the
+    recorded text and a skip is a skip, whatever the policy says now; an edit runs the edited
+    command, judged by this run's policy like any other; a run is judged by this run's policy,
+    the recorded operator answering where it asks. A command the recording lost to an
+    interruption (`interrupted`) gets the operator's word as the resumed run took it, even where
+    the policy would not ask. A dangerous command always needs this run's person. What the
+    recording decides says `by` (`replay`, or `canary` on a fleet's host); what runs without a
+    person's yes here runs inside the host's kernel lock, as the gate's own decisions do.
     """
 
-    def __init__(self, recording: Recording, gate: ApprovalGate) -> None:
+    def __init__(
+        self,
+        decided: Decisions,
+        gate: ApprovalGate,
+        *,
+        active: Callable[[], bool] = lambda: True,
+        interrupted: set[int] | frozenset[int] = frozenset(),
+        by: DecidedBy = "replay",
+    ) -> None:
         super().__init__(
             gate.operator,
             gate.prompts,
@@ -252,21 +307,35 @@ class ReplayGate(ApprovalGate):
             shell=gate.shell,
             host_lock=gate.host_lock,
         )
-        self.recording = recording
+        self.auto_read_only = gate.auto_read_only
+        self.decided = decided
+        self.active = active
+        self.interrupted = interrupted
+        self.by = by
 
     async def decide(
         self, step: int, command: str, *, inferred: bool = False, rerun: bool = False
     ) -> Decision:
-        recorded = self.recording.decisions.get(step)
-        if (
-            step not in self.recording.interrupted
-            or recorded is None
-            or recorded.proposed != command
-        ):
+        recorded = self.decided.command(step, command) if self.active() else None
+        if recorded is None:
             return await super().decide(step, command, inferred=inferred, rerun=rerun)
         verdict = assess(command, self.shell())
         if recorded.decision == "refused":
-            return Decision("refused", command, "replay", verdict.verdict, recorded.reason)
+            return Decision("refused", command, self.by, verdict.verdict, recorded.reason)
+        if recorded.decision == "skip":
+            return Decision("skip", command, self.by, verdict.verdict, verdict.reason)
+        if recorded.decision == "edit":
+            edited = await super().decide(step, recorded.command, inferred=inferred, rerun=rerun)
+            if edited.action != "run":
+                return edited
+            # The edit is the recording's; a person who said yes to it here stays named.
+            by = self.by if edited.by == "policy" else edited.by
+            return replace(edited, action="edit", by=by)
         if verdict.verdict == "dangerous":
-            return await super().decide(step, command, inferred=inferred, rerun=True)
-        return await self._ask(step, command, verdict.verdict, verdict.reason, inferred)
+            lost = rerun or step in self.interrupted
+            return await super().decide(step, command, inferred=inferred, rerun=lost)
+        if step in self.interrupted:
+            return await self._ask(
+                step, command, verdict.verdict, verdict.reason, inferred, service=verdict.service
+            )
+        return await super().decide(step, command, inferred=inferred, rerun=rerun)

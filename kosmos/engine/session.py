@@ -230,6 +230,7 @@ class Session:
                 memory=self.options.memory,
                 lock=learnt.lock.describe() if learnt.lock else None,
                 memory_dir=str(self.memory.folder) if self.options.memory else None,
+                skill_sha256=self.skill.sha256 or None,
             )
         )
         for notice in context.lock_notices(self.runner, learnt.lock, self.options.policy):

@@ -1,22 +1,30 @@
 """--canary: the LLM drives one host; the others replay its run without calling the LLM.
 
-A replayed host gets the canary's replies in order from a `CanaryProvider` and the canary's
-answers from a `CanaryOperator`; its commands still run for real, and still pass its own
-approval policy. As soon as one of its commands ends differently from the canary's (another
-exit status, a timeout, a skip, an edit), the host diverges: from then on its requests go
-to the real LLM, which sees the whole conversation so far with this host's own outputs.
+A replayed host gets the canary's replies in order from a `CanaryProvider`, and the canary's
+decisions as `--replay` takes a recording's (`kosmos.engine.replay`): what the canary's
+operator or policy skipped is skipped, what was refused is refused with the same words, an edit
+runs edited, a yes answers where this host's policy asks, and so do the canary's answers. Its
+commands still run for real, under its own policy; a dangerous one needs this host's person.
+What the canary's decisions decide here says `by: canary`, and what they let run without this
+host's person runs inside its kernel lock. As soon as the host decides otherwise than the
+canary did, or one of its commands ends differently (another exit status, a timeout), it
+diverges: from then on its requests go to the real LLM, which sees the whole conversation so
+far with this host's own outputs, and its own operator decides.
+
+`--canary-from` takes the record from a finished run's transcript, and refuses one made of
+another skill, with another SKILL.md text, other parameters, prompt or step protocol.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
-from kosmos.errors import KosmosError, UsageError
+from kosmos.engine.operator import Operator
+from kosmos.engine.replay import Decisions, ReplayGate, ReplayOperator
+from kosmos.errors import UsageError
 from kosmos.events import (
-    Answer,
     CommandDecision,
     CommandFinished,
     Event,
@@ -27,6 +35,10 @@ from kosmos.events import (
     RunStarted,
 )
 from kosmos.llm.provider import Provider, Reply
+from kosmos.skills.model import Skill
+
+if TYPE_CHECKING:
+    from kosmos.engine.session import Session
 
 
 @dataclass(frozen=True)
@@ -38,16 +50,20 @@ class RecordedCommand:
 
 @dataclass
 class CanaryRecord:
-    """What the canary's LLM said and what its commands did, in order."""
+    """What the canary's LLM said, what was decided, and what its commands did, in order."""
 
     host: str
     replies: list[Reply] = field(default_factory=list)
     commands: list[RecordedCommand] = field(default_factory=list)
-    answers: list[str | None] = field(default_factory=list)
+    decided: Decisions = field(default_factory=Decisions)
+    started: RunStarted | None = None
 
     def observe(self, event: Event) -> None:
         """Feed every event of the canary's session, in order."""
-        if isinstance(event, LLMReply):
+        self.decided.observe(event)
+        if isinstance(event, RunStarted) and self.started is None:
+            self.started = event
+        elif isinstance(event, LLMReply):
             # Text and tool calls alike: the replay serves every step protocol.
             self.replies.append(
                 Reply(
@@ -60,8 +76,42 @@ class CanaryRecord:
             self.commands.append(
                 RecordedCommand(event.command, event.exit_code, event.timed_out or event.cancelled)
             )
-        elif isinstance(event, Answer):
-            self.answers.append(event.answer)
+
+    def check(
+        self, skill: Skill, params: Mapping[str, str], *, prompt: str | None, protocol: str
+    ) -> None:
+        """UsageError (exit 2) naming what differs, unless this run is the canary's run: the
+        same SKILL.md text, parameters, prompt and step protocol. Its decisions were taken on
+        that run's commands; another skill text or another parameter makes other commands."""
+        started = self.started
+        if started is None:
+            return
+        source = f"--canary-from {started.transcript or self.host}"
+        differs: list[str] = []
+        if started.skill_sha256 is None:
+            raise UsageError(
+                f"{source}: the transcript does not record the SKILL.md it ran (an older "
+                "kosmos); record the canary again with this one"
+            )
+        if started.skill_sha256 != skill.sha256:
+            differs.append(f"{skill.path} is not the SKILL.md the canary ran")
+        for name in sorted(set(started.params) | set(params)):
+            theirs, mine = started.params.get(name), params.get(name)
+            if theirs != mine:
+                differs.append(
+                    f"--param {name}: the canary had {_said(theirs)}, this run {_said(mine)}"
+                )
+        if (started.prompt or None) != (prompt or None):
+            differs.append(
+                f"--prompt: the canary had {_said(started.prompt)}, this run {_said(prompt)}"
+            )
+        if started.protocol != protocol:
+            differs.append(f"--protocol: the canary ran {started.protocol}, this run {protocol}")
+        if differs:
+            raise UsageError(
+                f"{source} records another run: {'; '.join(differs)}; run with what the canary "
+                "ran, or record a new canary"
+            )
 
     @classmethod
     def from_transcript(cls, events: Sequence[Event], source: str, skill: str) -> CanaryRecord:
@@ -90,6 +140,7 @@ class CanaryRecord:
         record = cls(starts[0].host or "canary")
         for event in events:
             record.observe(event)
+        record.started = starts[0].model_copy(update={"transcript": source})
         return record
 
 
@@ -110,9 +161,18 @@ class Replay:
         self.diverged_at: int | None = None
         self._replies = 0
         self._commands = 0
-        self._answers = 0
         self.provider = CanaryProvider(self)
-        self.operator = CanaryOperator(self)
+        # The canary's answers and yes while this host follows it; its own operator after.
+        # Nobody looked at this host: what the canary's decisions let run here runs unasked.
+        self.operator = ReplayOperator(
+            record.decided, operator, lambda: self.following, people_only=True, by="canary"
+        )
+
+    def attach(self, session: Session) -> None:
+        """Put the canary's decisions in front of the session's own gate."""
+        session.gate = ReplayGate(
+            self.record.decided, session.gate, active=lambda: self.following, by="canary"
+        )
 
     @property
     def following(self) -> bool:
@@ -131,11 +191,15 @@ class Replay:
         if not self.following:
             return
         if isinstance(event, CommandDecision):
-            expected = self._expected()
-            if event.decision not in ("run", "edit"):
-                self.diverge(event.step, f"`{event.command}` was not run here ({event.decision})")
-            elif expected is None or event.command != expected.command:
-                self.diverge(event.step, f"`{event.command}` differs from the canary's command")
+            recorded = self.record.decided.command(event.step, event.proposed)
+            if recorded is None:
+                self.diverge(event.step, f"`{event.proposed}` differs from the canary's command")
+            elif (event.decision, event.command) != (recorded.decision, recorded.command):
+                self.diverge(
+                    event.step,
+                    f"`{event.proposed}` was {_decided(event)} here and {_decided(recorded)} on "
+                    f"the canary {self.record.host}",
+                )
         elif isinstance(event, CommandFinished):
             expected = self._expected()
             self._commands += 1
@@ -162,12 +226,13 @@ class Replay:
         self._replies += 1
         return reply
 
-    def next_answer(self) -> tuple[bool, str | None]:
-        if not self.following or self._answers >= len(self.record.answers):
-            return False, None
-        value = self.record.answers[self._answers]
-        self._answers += 1
-        return True, value
+
+def _said(value: str | None) -> str:
+    return "none" if value is None else repr(value)
+
+
+def _decided(event: CommandDecision) -> str:
+    return f"edited to `{event.command}`" if event.decision == "edit" else event.decision
 
 
 def _status(exit_code: int | None, timed_out: bool) -> str:
@@ -201,25 +266,3 @@ class CanaryProvider:
 
     async def aclose(self) -> None:
         return None
-
-
-class CanaryOperator:
-    """Answers questions as the canary's operator did; approvals stay with this host's own."""
-
-    def __init__(self, replay: Replay) -> None:
-        self.replay = replay
-
-    async def approve(self, proposal: CommandProposal) -> Approval:
-        return await self.replay.real_operator.approve(proposal)
-
-    async def answer(self, question: Question) -> str | None:
-        known, value = self.replay.next_answer()
-        if known:
-            return value
-        return await self.replay.real_operator.answer(question)
-
-    async def retry(self, error: KosmosError) -> bool:
-        return await self.replay.real_operator.retry(error)
-
-    async def ask_secret(self, prompt: str) -> str | None:
-        return await self.replay.real_operator.ask_secret(prompt)

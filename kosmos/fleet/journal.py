@@ -8,6 +8,7 @@ AppendWriter appends it to its host's file and fsyncs each file once per batch.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -22,7 +23,12 @@ from kosmos.transcript import AppendWriter, WriteFailed, open_append, unwritable
 
 
 def host_file_name(host: str) -> str:
-    return (re.sub(r"[^A-Za-z0-9._@-]+", "_", host)[:80] or "host") + ".jsonl"
+    """The file of a host's transcript: its name where that is a safe file name, else a safe
+    form of it with a hash of the name, so that `web 1` and `web/1` never share a file."""
+    safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", host)[:80] or "host"
+    if safe != host or safe.startswith("."):
+        safe = f"{safe}-{hashlib.sha256(host.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
+    return safe + ".jsonl"
 
 
 class Journal:

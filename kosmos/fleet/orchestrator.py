@@ -311,6 +311,8 @@ class Fleet:
             run.replay = Replay(replay_of, provider, operator, emit)
             provider, operator = run.replay.provider, run.replay.operator
         session = self.make_session(SessionParts(run.spec, runner, provider, operator, emit))
+        if run.replay is not None:
+            run.replay.attach(session)
         run.session = session
         await session.run()
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from kosmos.engine.guard import visible
 from kosmos.errors import (
     EXIT_DONE,
     EXIT_FAILED,
@@ -139,7 +140,9 @@ STATUS_OF_CODE = {
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Plain aligned columns, two spaces apart; the last column is not padded."""
+    """Plain aligned columns, two spaces apart; the last column is not padded. A cell's
+    control characters are drawn as symbols: a host name from a file cannot redraw the table."""
+    rows = [[visible(str(cell), one_line=True) for cell in row] for row in rows]
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     lines = []
     for row in [headers, *rows]:
@@ -177,7 +180,7 @@ def reason_lines(result: FleetFinished, width: int = 300) -> list[str]:
             reasons.setdefault(h.message, []).append(h.host)
     lines = []
     for message, hosts in reasons.items():
-        flat = " ".join(message.split())
+        flat = visible(" ".join(message.split()), one_line=True)
         said = flat if len(flat) <= width else flat[: width - 1] + "…"
-        lines.append(f"  {names(hosts, 60)}: {said}")
+        lines.append(f"  {visible(names(hosts, 60), one_line=True)}: {said}")
     return lines

@@ -17,6 +17,8 @@ try:
 except ImportError:  # pragma: no cover - platforms without termios
     termios = None  # type: ignore[assignment]
 
+from kosmos.engine.guard import visible
+
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -99,7 +101,7 @@ class Console:
         if text == self.last_error:
             return
         self.last_error = text
-        self.say(self.style(text, "31"), stream=self.err)
+        self.say(self.style(visible(text), "31"), stream=self.err)
 
     # -- the thinking indicator -----------------------------------------------------------
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kosmos import errors
 from kosmos.config import Settings
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Operator
 from kosmos.errors import KosmosError, RecordError, UsageError
 from kosmos.events import Event, Notice
@@ -100,6 +101,8 @@ class FleetFrontend:
             events = read_transcript(source)
         except OSError as e:
             raise UsageError(f"--canary-from {source}: {e.strerror or e}") from None
+        except UsageError as e:  # names the file and the line that is not a kosmos event
+            raise UsageError(f"--canary-from {e}") from None
         return CanaryRecord.from_transcript(events, str(source), skill.name)
 
     @functools.cached_property
@@ -138,6 +141,9 @@ class FleetFrontend:
         replayed = self.canary_record(skill)
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
+        if replayed is not None:  # refused before any host is touched
+            protocol = req.protocol or skill.protocol or settings.protocol
+            replayed.check(skill, params, prompt=req.prompt, protocol=protocol)
         run_id = uuid.uuid4().hex
         run_dir = req.transcript or fleet_run_dir(settings, skill.name, run_id, shard=self.shard)
         if run_dir.exists() and not run_dir.is_dir():
@@ -210,7 +216,7 @@ class FleetFrontend:
             where += f" · replaying {req.canary_from}" if replayed is not None else ""
             where += f" · shard {self.shard}" if self.shard else ""
             self.console.say(
-                self.console.style(f"▶ {skill.name}", "1")
+                self.console.style(f"▶ {visible(skill.name, one_line=True)}", "1")
                 + f" on {len(hosts)} hosts · forks {req.forks}{where} · model {settings.model}",
                 stream=stream,
             )
@@ -260,7 +266,8 @@ class FleetFrontend:
         for line in [*summary_lines(result, canary=canary), *reason_lines(result)]:
             c.say(line, stream=out)
         color = "32" if result.exit_code == 0 else "31"
-        c.say(c.style(f"■ {result.message} · {result.duration_s:.1f}s", color), stream=out)
+        message = visible(result.message)
+        c.say(c.style(f"■ {message} · {result.duration_s:.1f}s", color), stream=out)
         c.say(c.style(f"  transcripts: {run_dir}", "2"), stream=c.err)
         if result.exit_code != 0 and self.request.json:
             c.error(f"kosmos: {result.message}")

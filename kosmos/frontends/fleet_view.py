@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Approval
 from kosmos.errors import InputNeeded, KosmosError
 from kosmos.events import (
@@ -46,7 +47,7 @@ _COLORS = {
 def _short(text: str | None, width: int = COMMAND_WIDTH) -> str:
     if not text:
         return ""
-    flat = " ".join(text.split())
+    flat = visible(" ".join(text.split()), one_line=True)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -155,7 +156,7 @@ class FleetView:
             case _:
                 pass
         if line is not None:
-            self.c.say(f"{host}  {line}", stream=self.stream)
+            self.c.say(f"{visible(host, one_line=True)}  {visible(line)}", stream=self.stream)
 
 
 class LineFleetDesk:
@@ -190,16 +191,19 @@ class LineFleetDesk:
             others = [h for h in request.hosts if h != p.host]
             who = p.host + (f" and {len(others)} more ({', '.join(others[:8])}" if others else "")
             who += ("…)" if len(others) > 8 else ")") if others else ""
-            c.say(c.style(f"{who} [step {p.step}]", "1"), stream=c.err)
+            c.say(c.style(visible(f"{who} [step {p.step}]", one_line=True), "1"), stream=c.err)
             label = p.risk.replace("_", "-")
             said = p.reason if p.reason.startswith(label) else f"{label}: {p.reason}"
-            risk = f"  ({said if p.reason else label})"
-            c.say(
-                c.style("  $ ", "36") + c.style(p.command, "1") + c.style(risk, "2"), stream=c.err
-            )
+            risk = visible(f"  ({said if p.reason else label})")
+            first, *rest = visible(p.command).split("\n")
+            c.say(c.style("  $ ", "36") + c.style(first, "1") + c.style(risk, "2"), stream=c.err)
+            for line in rest:  # every line of what runs
+                c.say(c.style("  │ ", "36") + c.style(line, "1"), stream=c.err)
+            host = visible(p.host, one_line=True)
             if request.dangerous:
-                c.say(c.style(f"  dangerous on {p.host}: {p.reason}", "31"), stream=c.err)
-                typed = (await self._ask(f"Type {p.host} to run it there (else skip): ")).strip()
+                reason = visible(p.reason)
+                c.say(c.style(f"  dangerous on {host}: {reason}", "31"), stream=c.err)
+                typed = (await self._ask(f"Type {host} to run it there (else skip): ")).strip()
                 # The gate compares what was typed with the host's name.
                 return FleetApproval(Approval.run(typed=typed) if typed else Approval.skip())
             n = len(request.hosts)
@@ -220,7 +224,7 @@ class LineFleetDesk:
                         return FleetApproval(Approval.run())
                     return FleetApproval(Approval.edit(edited))
                 c.say(
-                    f"  answer y (run on {p.host}), a (run on every host), n (skip) or e (edit)",
+                    f"  answer y (run on {host}), a (run on every host), n (skip) or e (edit)",
                     stream=c.err,
                 )
 
@@ -232,9 +236,10 @@ class LineFleetDesk:
         c = self.c
         with self.view.paused():
             others = [h for h in request.hosts if h != host]
-            who = host + (f" and {len(others)} more" if others else "")
+            who = visible(host, one_line=True) + (f" and {len(others)} more" if others else "")
             c.say(
-                c.style(f"{who} ask: " if others else f"{host} asks: ", "35") + question.text,
+                c.style(f"{who} ask: " if others else f"{who} asks: ", "35")
+                + visible(question.text),
                 stream=c.err,
             )
             prompt = "> " if question.required else c.style("(Enter to skip) ", "2") + "> "
@@ -255,7 +260,7 @@ class LineFleetDesk:
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         with self.view.paused():
             try:
-                return await self.c.ask_secret(f"{host}: {prompt}")
+                return await self.c.ask_secret(f"{visible(host, one_line=True)}: {prompt}")
             except EndOfInput:
                 return None
 
@@ -265,6 +270,7 @@ class LineFleetDesk:
     async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
         with self.view.paused():
             err = self.c.err
+            host = visible(host, one_line=True)
             self.c.say(f"{host}: the authenticity of the host can't be established.", stream=err)
             self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
             try:

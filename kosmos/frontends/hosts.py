@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kosmos.config import Settings
+from kosmos.engine.guard import visible
 from kosmos.errors import EXIT_HOST, HostError
 from kosmos.hosts.connect import ConnectFailed
 from kosmos.hosts.hostkeys import HostKeyChanged, HostKeyRevoked, HostKeyUnknown
@@ -120,7 +121,7 @@ def table(rows: list[HostCheck]) -> str:
         )
         for r in rows
     ]
-    rows_text = [header, *cells]
+    rows_text = [header, *[tuple(visible(c, one_line=True) for c in row) for row in cells]]
     widths = [max(len(str(c[i])) for c in rows_text) for i in range(len(header))]
     lines = [
         "  ".join(str(c[i]).ljust(widths[i]) for i in range(len(header))).rstrip()
@@ -138,11 +139,11 @@ def hosts_command(settings: Settings, *, home: Path, check: bool) -> int:
         return 0
     if not check:
         for alias in aliases:
-            print(alias)
+            print(visible(alias, one_line=True))
         return 0
     rows = asyncio.run(check_all(aliases, settings, ssh_config))
     print(table(rows))
     for row in rows:
         if row.error:
-            print(row.error)
+            print(visible(row.error))
     return 0 if all(r.ok for r in rows) else EXIT_HOST

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Approval, CommandProposal, Question
 from kosmos.errors import InputNeeded, KosmosError
 from kosmos.frontends.console import Console, EndOfInput
@@ -42,7 +43,7 @@ class LineOperator:
         if proposal.kind != "command":
             return await self._allow(proposal)
         if proposal.reason and proposal.risk == "write":
-            self.c.say(self.c.style(f"  may change the host: {proposal.reason}", "2"))
+            self.c.say(self.c.style(f"  may change the host: {visible(proposal.reason)}", "2"))
         while True:
             reply = (await self._ask(self.c.style("Run? [y/N/e/a] ", "1"))).strip().lower()
             if reply in ("y", "yes"):
@@ -66,7 +67,7 @@ class LineOperator:
         """A file read or a memory write: allowed or not; there is nothing to edit."""
         reading = proposal.risk == "read_only"
         if proposal.reason and not reading:
-            self.c.say(self.c.style(f"  {proposal.reason}", "2"))
+            self.c.say(self.c.style(f"  {visible(proposal.reason)}", "2"))
         keys = "y/N/a" if reading else "y/N"
         while True:
             reply = (await self._ask(self.c.style(f"Allow? [{keys}] ", "1"))).strip().lower()
@@ -87,7 +88,7 @@ class LineOperator:
         (and otherwise refuses it, saying why).
         """
         c = self.c
-        c.say(c.style(f"  DANGEROUS: {proposal.reason}", "1;31"))
+        c.say(c.style(f"  DANGEROUS: {visible(proposal.reason)}", "1;31"))
         typed = await self._ask(
             c.style(f"Type the host name ({proposal.host}) to run it, Enter to skip: ", "1")
         )
@@ -99,7 +100,7 @@ class LineOperator:
             self.c.say(self.c.style(f"[{question.step}] {tag} ", "35") + question.text)
         if self.answers:
             value = self.answers.pop(0)
-            self.c.say(f"> {value}")
+            self.c.say(f"> {visible(value)}")
             return value
         prompt = "> " if question.required else self.c.style("(Enter to skip) ", "2") + "> "
         while True:
@@ -132,6 +133,7 @@ class LinePrompter:
 
     async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
         err = self.c.err
+        host = visible(host, one_line=True)
         self.c.say(f"The authenticity of host '{host}' can't be established.", stream=err)
         self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
         try:

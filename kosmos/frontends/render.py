@@ -6,6 +6,7 @@ import json
 import sys
 from typing import TextIO
 
+from kosmos.engine.guard import visible, visible_output
 from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import (
     Answer,
@@ -45,6 +46,7 @@ class TextRenderer:
         self._lines = 0
         self._hidden = 0
         self._at_line_start = True
+        self._shown = False
 
     def __call__(self, event: Event) -> None:
         c = self.c
@@ -54,8 +56,9 @@ class TextRenderer:
                 if event.replay_of:
                     source = f"replaying {event.replay_of} (no LLM)"
                 c.say(
-                    c.style(f"▶ {event.skill}", "1")
-                    + f" on {event.host} · {source} · up to {event.max_steps} steps"
+                    c.style(f"▶ {visible(event.skill, one_line=True)}", "1")
+                    + f" on {visible(event.host or '', one_line=True)} · {visible(source)}"
+                    + f" · up to {event.max_steps} steps"
                     + (f" · protocol {event.protocol}" if event.protocol != "tags" else "")
                 )
                 if event.policy != "ask" or event.lock:
@@ -65,15 +68,17 @@ class TextRenderer:
                     notes = f" · notes in {event.memory_dir}" if event.memory_dir else ""
                     c.say(c.style(f"  memory on{notes} · target OS: {event.os or 'unknown'}", "2"))
                 for k, v in event.params.items():
-                    c.say(f"  {k} = {v}")
+                    c.say(f"  {visible(k, one_line=True)} = {visible(v, one_line=True)}")
             case KnowledgeLoaded():
-                c.say(c.style(f"  knowledge: {event.path} ({len(event.text)} chars)", "2"))
+                path = visible(event.path, one_line=True)
+                c.say(c.style(f"  knowledge: {path} ({len(event.text)} chars)", "2"))
             case SkillFolderReady():
                 how = {"local": "", "remote": " (kept on the host)"}.get(
                     event.how, f" ({event.how})"
                 )
                 files = _count(len(event.files), "file")
-                c.say(c.style(f"  skill files: {files} in {event.base}{how}", "2"))
+                base = visible(event.base, one_line=True)
+                c.say(c.style(f"  skill files: {files} in {base}{how}", "2"))
             case FileRead() | MemoryAction():
                 self._action(event)
             case LLMRequest():
@@ -81,7 +86,8 @@ class TextRenderer:
             case LLMRetry():
                 c.say(
                     c.style(
-                        f"  LLM: {event.reason}; retry {event.attempt} in {event.delay_s:.1f}s",
+                        f"  LLM: {visible(event.reason)}; retry {event.attempt} in "
+                        f"{event.delay_s:.1f}s",
                         "33",
                     ),
                     stream=c.err,
@@ -99,7 +105,7 @@ class TextRenderer:
             case Directive():
                 self._directive(event)
             case CommandDecision() if event.decision == "refused":
-                c.say(c.style(f"  refused: {event.reason}", "33"))
+                c.say(c.style(f"  refused: {visible(event.reason)}", "33"))
             case CommandDecision() if event.by == "replay":
                 c.say(c.style(f"  {event.decision} (as recorded)", "2"))
             case CommandDecision() if event.by == "policy" and event.decision == "run":
@@ -107,19 +113,20 @@ class TextRenderer:
             case CommandDecision() if event.decision == "skip":
                 c.say(c.style("  skipped", "2"))
             case CommandDecision() if event.decision == "edit":
-                c.say(c.style(f"  edited: {event.command}", "2"))
+                self._command("  edited: ", event.command, "2")
             case CommandStarted():
                 self._lines = self._hidden = 0
+                self._shown = False
                 self._at_line_start = True
             case CommandOutput():
-                self._output(event.text)
+                self._output(visible_output(event.text, colours=c.color))
             case CommandFinished():
                 self._finished(event)
             case Answer():
-                shown = "(skipped)" if event.answer is None else event.answer
+                shown = "(skipped)" if event.answer is None else visible(event.answer)
                 c.say(c.style(f"  ↳ {shown}", "2"))
             case Notice():
-                c.say(c.style(f"  ! {event.message}", "33"), stream=c.err)
+                c.say(c.style(f"  ! {visible(event.message)}", "33"), stream=c.err)
             case CapabilityFallback():
                 c.say(
                     c.style(
@@ -134,27 +141,38 @@ class TextRenderer:
                 pass
 
     def _directive(self, event: Directive) -> None:
+        # Everything here is the LLM's: drawn with its control characters visible, so that
+        # what the operator reads is what runs (an ESC[2K in a command cannot erase it).
         c = self.c
         if event.said and event.said != event.text:
-            c.say(c.style(f"[{event.step}] ", "34") + event.said)
+            c.say(c.style(f"[{event.step}] ", "34") + visible(event.said))
         if event.kind == "cmd":
             note = c.style(" (inferred: the reply had no tag)", "33") if event.inferred else ""
-            c.say(c.style(f"[{event.step}] $ ", "36") + c.style(event.text, "1") + note)
+            self._command(f"[{event.step}] $ ", event.text, "36", note)
         elif event.kind == "ask":
             tag = "ASK" if event.required else "ASK:optional"
-            c.say(c.style(f"[{event.step}] {tag} ", "35") + event.text)
+            c.say(c.style(f"[{event.step}] {tag} ", "35") + visible(event.text))
         elif event.kind == "message":
-            c.say(c.style(f"[{event.step}] ", "34") + event.text)
+            c.say(c.style(f"[{event.step}] ", "34") + visible(event.text))
         elif event.kind == "done":
-            c.say(c.style(f"[{event.step}] DONE ", "32") + event.text)
+            c.say(c.style(f"[{event.step}] DONE ", "32") + visible(event.text))
         else:
             tag = ACTION_TAGS[event.kind]
-            c.say(c.style(f"[{event.step}] {tag} ", "36") + c.style(event.text, "1"))
-            for line in event.content.splitlines()[:CONTENT_LINES]:
+            c.say(c.style(f"[{event.step}] {tag} ", "36") + c.style(visible(event.text), "1"))
+            for line in visible(event.content).splitlines()[:CONTENT_LINES]:
                 c.say(c.style(f"    {line}", "2"))
             hidden = len(event.content.splitlines()) - CONTENT_LINES
             if hidden > 0:
                 c.say(c.style(f"    … {hidden} more lines", "2"))
+
+    def _command(self, head: str, command: str, color: str, note: str = "") -> None:
+        """A command as it runs: every line of it, each under the first, controls visible."""
+        c = self.c
+        first, *rest = visible(command).split("\n")
+        c.say(c.style(head, color) + c.style(first, "1") + note)
+        gutter = " " * max(len(head) - 2, 0) + "│ "
+        for line in rest:
+            c.say(c.style(gutter, color) + c.style(line, "1"))
 
     def _action(self, event: FileRead | MemoryAction) -> None:
         """The end of a [GET-FILE] or memory step: what it did, or why not."""
@@ -174,7 +192,8 @@ class TextRenderer:
         elif event.status == "skipped":
             c.say(c.style("  └ skipped", "2"))
         else:
-            c.say(c.style(f"  └ {event.status}: {_first_line(event.reason, 300)}", "33"))
+            reason = visible(_first_line(event.reason, 300))
+            c.say(c.style(f"  └ {event.status}: {reason}", "33"))
 
     def _output(self, text: str) -> None:
         if self._lines >= LIVE_LINES:
@@ -190,10 +209,13 @@ class TextRenderer:
             shown = text
             self._lines += text.count("\n")
         self.c.write(shown)
+        self._shown = True
         self._at_line_start = shown.endswith("\n")
 
     def _finished(self, event: CommandFinished) -> None:
         c = self.c
+        if c.color and self._shown:
+            c.write("\x1b[0m")  # a colour the output left on ends with it
         if not self._at_line_start:
             c.write("\n")
             self._at_line_start = True

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kosmos.config import Settings
+from kosmos.engine.guard import visible
 from kosmos.errors import SkillNotFound
 from kosmos.hosts.runner import Runner
 from kosmos.runs.skills import find_host_skill, host_label, host_skills, skill_library
@@ -48,6 +49,8 @@ def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> 
         found = _on_host(host, settings, lambda runner: host_skills(runner, timeout=timeout))
         rows += [(s.name, s.summary, host_label(found.host)) for s in found.skills]
         problems += found.problems
+    # Names and descriptions come from files: drawn with their control characters visible.
+    rows = [tuple(visible(cell, one_line=True) for cell in row) for row in rows]
     if not rows:
         print("no skills found")
     width = max((len(name) for name, _, _ in rows), default=0)
@@ -55,7 +58,7 @@ def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> 
         text = description if len(description) <= 70 else description[:69] + "…"
         print(f"{name.ljust(width)}  {text}  [{source}]")
     for problem in problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"warning: {visible(problem)}", file=sys.stderr)
     return 0
 
 
@@ -101,6 +104,6 @@ def show_skill(name: str, settings: Settings, extra: Sequence[Path], host: str |
             host, settings, lambda runner: find_host_skill(runner, name, timeout=timeout)
         ).model_copy(update={"source": host_label(host)})
     for problem in skill.warnings:
-        print(f"warning: {problem}", file=sys.stderr)
-    print(describe(skill))
+        print(f"warning: {visible(problem)}", file=sys.stderr)
+    print(visible(describe(skill)))
     return 0

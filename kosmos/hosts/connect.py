@@ -17,13 +17,14 @@ import contextlib
 import getpass
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncssh
 
 from kosmos.errors import HostError
+from kosmos.hosts.environment import forwarded
 from kosmos.hosts.hostkeys import HostTrust, TrustRules, decide
 from kosmos.hosts.identities import (
     agent_key_blobs,
@@ -158,8 +159,11 @@ class Connector:
         keepalive_count_max: int = KEEPALIVE_COUNT_MAX,
         ssh_config: SSHConfigFile | None = None,
         passphrases: Passphrases | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.target = target
+        # Kept out of what SendEnv forwards (kosmos.hosts.environment).
+        self.secrets = tuple(secrets)
         self.connect_timeout = connect_timeout
         # Passphrases typed in this run (shared by a front end's hosts): a reconnect uses them.
         self.passphrases = passphrases if passphrases is not None else Passphrases()
@@ -361,6 +365,8 @@ class Connector:
                     connect_timeout=None,
                     keepalive_interval=self.keepalive_interval,
                     keepalive_count_max=self.keepalive_count_max,
+                    # SendEnv's patterns as exact names, none of them a key kosmos holds.
+                    send_env=forwarded(config.get("SendEnv") or (), os.environ, self.secrets),
                 )
                 conn = await within(attempt, self.connect_timeout)
                 return conn, client

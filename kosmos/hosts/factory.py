@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kosmos.config import Settings
+from kosmos.hosts.environment import command_env
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.lock import DEFAULT_PORTS, LockConfig
 from kosmos.hosts.passphrases import Passphrases
@@ -28,10 +30,12 @@ def make_runner(
     (None: headless, those are errors); `notify` hears about reconnects and what connecting
     has to say (a host key added, a known_hosts line skipped). `ssh_config` is the run's
     ~/.ssh/config, read once for all its hosts; `passphrases` the keys unlocked in this run
-    (in memory only), so that a host connected again is not asked again."""
+    (in memory only), so that a host connected again is not asked again. Commands get no
+    key kosmos knows in their environment, here or forwarded by ssh_config's SendEnv."""
     lock = lock_config(settings, target.strip() or LOCAL)
+    secrets = settings.secrets()
     if target.strip() in (LOCAL, ""):
-        return LocalRunner(lock=lock)
+        return LocalRunner(env=command_env(os.environ, secrets), lock=lock)
     from kosmos.hosts.ssh import SSHRunner  # asyncssh: only for a run that opens SSH
 
     return SSHRunner(
@@ -42,6 +46,7 @@ def make_runner(
         ssh_config=ssh_config,
         passphrases=passphrases,
         lock=lock,
+        secrets=secrets,
     )
 
 

@@ -9,14 +9,17 @@ import os
 import platform
 import shutil
 import signal
+import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kosmos.hosts.environment import command_env
 from kosmos.hosts.lock import LEARN_TIMEOUT, HostLock, LockConfig
 from kosmos.hosts.runner import (
     BROKEN_LINK,
     COMMAND_ENV,
+    NOT_A_FILE,
     READ_FILE_LIMIT,
     TOO_LARGE,
     CommandResult,
@@ -54,7 +57,8 @@ class LocalRunner:
         lock: LockConfig | None = None,
     ) -> None:
         self.cwd = cwd
-        self.env = {**(env if env is not None else os.environ), **COMMAND_ENV}
+        # Never a key kosmos holds: what a command prints goes back to the LLM.
+        self.env = {**command_env(env if env is not None else os.environ), **COMMAND_ENV}
         # One dialect for the policy and the shell: bash where there is one.
         bash = shutil.which("bash", path=self.env.get("PATH", os.defpath))
         self.shell_path = bash or "/bin/sh"
@@ -211,18 +215,28 @@ class LocalRunner:
             target = self.cwd / target
 
         def read() -> str | None:
+            # Opened without blocking: a FIFO must not hold the read (and the process) forever.
+            flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
             try:
-                with target.open("rb") as f:
-                    data = f.read(READ_FILE_LIMIT + 1)
+                fd = os.open(target, flags)
             except (FileNotFoundError, NotADirectoryError):
                 if target.is_symlink():
                     raise FileUnreadable(path, BROKEN_LINK) from None
                 return None
-            except IsADirectoryError:
-                return None
             except OSError as e:
                 reason = BROKEN_LINK if e.errno == errno.ELOOP else unreadable(e.strerror or str(e))
                 raise FileUnreadable(path, reason) from None
+            kind = os.fstat(fd).st_mode
+            if not stat.S_ISREG(kind):
+                os.close(fd)
+                if stat.S_ISDIR(kind):
+                    return None
+                raise FileUnreadable(path, NOT_A_FILE)
+            with os.fdopen(fd, "rb") as f:
+                try:
+                    data = f.read(READ_FILE_LIMIT + 1)
+                except OSError as e:
+                    raise FileUnreadable(path, unreadable(e.strerror or str(e))) from None
             if len(data) > READ_FILE_LIMIT:
                 raise FileUnreadable(path, TOO_LARGE)
             return data.decode("utf-8", errors="replace")

@@ -27,7 +27,8 @@ WHY: Final[dict[Purpose, str]] = {
     "host skills": "lists and reads the SKILL.md files in the host's own skills folder",
     "skill folder": (
         "puts a skill's own files where it runs: lists a host-kept skill's folder, or uploads "
-        "a local skill's files to ~/.cache/kosmos/skills, a folder kosmos owns"
+        "a local skill's files (by SFTP, else as a tar piped to `tar -x`) to "
+        "~/.cache/kosmos/skills, a folder kosmos owns"
     ),
     "check": "`kosmos hosts --check` asks a host its OS once connected",
 }
@@ -55,15 +56,16 @@ async def read_first_own(
 async def upload_own(
     runner: Runner,
     root: str,
-    files: Sequence[tuple[str, bytes, bool]],
+    files: Sequence[tuple[str, bytes, bool, str | None]],
     *,
     purpose: Purpose,
-) -> tuple[str, bool] | None:
-    """Upload files under `root` (relative to the login directory) for kosmos itself:
-    (the folder's absolute path, whether anything was sent); None for a runner on this
-    machine, which has no upload (its files are already here)."""
+) -> tuple[str, bool, str | None] | None:
+    """Upload files (relative path, bytes, whether it runs, where a link points or None) under
+    `root` (relative to the login directory) for kosmos itself: (the folder's absolute path,
+    whether anything was sent, a note when the files took the command channel); None for a
+    runner on this machine, which has no upload (its files are already here)."""
     upload = getattr(runner, "upload_tree", None)
     if upload is None:
         return None
-    placed: tuple[str, bool] = await upload(root, files)
+    placed: tuple[str, bool, str | None] = await upload(root, files)
     return placed

@@ -38,6 +38,8 @@ TOO_LARGE = (
 BROKEN_LINK = (
     "a symbolic link that leads nowhere (its target is missing, or it loops); fix or remove it"
 )
+# A FIFO would block the read for good, a device (/dev/zero) never end it.
+NOT_A_FILE = "not a regular file (a FIFO, socket or device); kosmos reads only files"
 
 
 def unreadable(why: str) -> str:

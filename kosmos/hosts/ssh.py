@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import asyncssh
@@ -68,6 +68,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         ssh_config: SSHConfigFile | None = None,
         passphrases: Passphrases | None = None,
         lock: LockConfig | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.target = target
         self.name = target.label
@@ -85,6 +86,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
             home=home,
             ssh_config=ssh_config,
             passphrases=passphrases,
+            secrets=secrets,
             **extra,
         )
         self._link: Link | None = None

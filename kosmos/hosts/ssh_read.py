@@ -9,6 +9,7 @@ from kosmos.errors import HostError
 from kosmos.hosts.lock import host_lock
 from kosmos.hosts.runner import (
     BROKEN_LINK,
+    NOT_A_FILE,
     READ_FILE_LIMIT,
     TOO_LARGE,
     CommandNotStarted,
@@ -27,6 +28,7 @@ __all__ = ["RemoteReads"]
 MISSING = 44
 LINK_NOWHERE = 45
 REFUSED = 46
+SPECIAL = 47
 
 
 def _complaint(output: bytes) -> str:
@@ -60,7 +62,8 @@ class RemoteReads:
         target = _remote_path(path)
         command = (
             f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
-            f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; exec cat -- "$f" 2>&1'
+            f'[ -e "$f" ] && [ ! -d "$f" ] || exit {MISSING}; [ -f "$f" ] || exit {SPECIAL}; '
+            'exec cat -- "$f" 2>&1'
         )
         try:
             result = await self._exec(
@@ -81,6 +84,8 @@ class RemoteReads:
             return None
         if result.exit_code == LINK_NOWHERE:
             raise FileUnreadable(path, BROKEN_LINK)
+        if result.exit_code == SPECIAL:
+            raise FileUnreadable(path, NOT_A_FILE)
         if result.exit_code != 0:
             raise FileUnreadable(path, unreadable(_complaint(result.output.data())))
         return result.output.data().decode("utf-8", errors="replace")

@@ -9,7 +9,7 @@ from kosmos.safety import Redactor
 
 
 def run_redactor(settings: Settings, env: Mapping[str, str]) -> Redactor:
-    """Masks every secret kosmos knows of in what it shows, stores or sends: the API key and
-    the environment's key-like values; a run feeds it more as they appear (a sudo password)."""
-    api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    return Redactor([api_key] if api_key else [], env=env)
+    """Masks every secret kosmos knows of in what it shows, stores or sends: the API keys (the
+    run's and each provider's), what the chat's HTTP tools send, and the environment's
+    key-like values; a run feeds it more as they appear (a sudo password)."""
+    return Redactor(settings.secrets(), env=env)

@@ -27,7 +27,9 @@ def load_events(path: Path, flag: str) -> list[Event]:
         return read_transcript(path)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such transcript; check {flag}") from None
-    except (OSError, ValueError) as e:
+    except UsageError as e:  # the file and line that is not a kosmos event
+        raise UsageError(f"{e}; check {flag}") from None
+    except OSError as e:
         raise UsageError(f"{path}: not a readable kosmos transcript ({e}); check {flag}") from e
 
 
@@ -65,7 +67,8 @@ class Replay:
         provider = session.provider
         assert isinstance(provider, ReplayProvider)
         session.replay_of = self.recording.source
-        session.gate = ReplayGate(self.recording, session.gate)
+        recorded = self.recording
+        session.gate = ReplayGate(recorded.decided, session.gate, interrupted=recorded.interrupted)
         provider.warn = self._warner(session)
 
     def _warner(self, session: Session) -> Callable[[str], None]:
@@ -114,4 +117,4 @@ def replay_parts(replay: Replay, operator: Operator) -> tuple[Provider, Operator
     from kosmos.engine.replay import ReplayOperator, ReplayProvider
 
     provider = ReplayProvider(replay.recording, tolerant=replay.tolerant)
-    return provider, ReplayOperator(replay.recording, operator)
+    return provider, ReplayOperator(replay.recording.decided, operator)

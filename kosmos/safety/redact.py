@@ -5,11 +5,17 @@ A `Redactor` masks, in this order:
 1. the literal secrets it was given (API keys, a sudo password typed at run time) and the
    values of environment variables whose name looks secret, longest first so that a secret
    containing another one does not leak its tail;
-2. private key blocks, to their END line or, when that is missing, to the end of the text,
-   and PuTTY's private lines;
+2. private key blocks (OpenVPN's static keys among them), to their END line or, when that is
+   missing, to the end of the text, and PuTTY's private lines; then what shows only across
+   lines (`kosmos.safety.redact_lines`): a key's body without its BEGIN and END lines or
+   upside down (`tac`), a .netrc entry spread over lines, a secret-named YAML key's value on
+   the lines below it, and lines whose shape says what they hold (.pgpass, DES hashes in
+   shadow and htpasswd lines);
 3. what looks like a credential: AWS and Google keys, vendor tokens (GitHub, GitLab, Slack,
-   OpenAI-style, Stripe, Hugging Face, npm), JWTs, `Bearer`/`Basic` authorization,
-   passwords in URLs and command-line flags, Azure `AccountKey=`, and `key=value`,
+   OpenAI-style, Stripe, Hugging Face, npm, age, Vault), JWTs, `Bearer`/`Basic`
+   authorization, passwords in URLs (`/` and `@` in them too) and on command lines as `ps`
+   shows them (`mysql -p`, `sshpass -p`, `redis-cli -a`, `-U user%pass`, `htpasswd -b`),
+   kubeconfig's `client-key-data`, Azure `AccountKey=`, and `key=value`,
    `key: value`, `"key": "value"`, `config["KEY"] = "value"` pairs whose key names a
    secret (`SECRET_KEY = '...'` in Django and Flask settings among them);
 4. passwords in config files that have no `=` or `:`: `.netrc` (`machine h login u password
@@ -36,10 +42,14 @@ placeholder (`password: str`, `token = os.environ[...]`, `PGPASSWORD=$PW`, `null
 `config["TOKEN"] = token`) is left alone; a quoted one is always masked. Hex strings are
 never guessed at: git SHAs and UUIDs pass through. A hash needs its full shape (`$6$`, a
 salt, `$`, 43 or more characters), so `$1`, `$HOME` and `price $5` are text; the `*`, `!`,
-`!!` of a shadow line hold no password and stay; DES hashes (13 bare characters) are not
-told apart from words. `.netrc` keywords are lower-case words: `default` must start its
-line and a lone `password` line's value must not end a sentence, so `the default password
-is` and `password combination.` in wrapped prose stay. redis.conf's directives start their
+`!!` of a shadow line hold no password and stay; a DES hash (13 bare characters) is told
+apart from a word only where nothing but a hash can stand. `.netrc` keywords are lower-case
+words: `default` must start its line and a lone `password` line's value must not end a
+sentence, so `the default password is` and `password combination.` in wrapped prose stay
+(under its `machine` line it may). A
+block of base64 lines is a key's body only at a key's width (64 or 70) and not under the
+armour of a certificate or public key; `base64` wraps at 76. A URL's `host:8080/@scope` is a
+port, not a password. redis.conf's directives start their
 line (`# The requirepass is not compatible` is prose). A `.key` value must be 16 or more
 base64 characters: `tls.key:  1704 bytes` (kubectl describe) and key paths stay; `tls.crt`
 is public.
@@ -47,7 +57,8 @@ is public.
 The redactor is stateless between calls. A caller that streams output redacts whole lines
 and carries multi-line secrets over from chunk to chunk: `open_block` says whether a chunk
 ends inside a private key (or PuTTY's private lines), and `block_end` where, in a later
-chunk, that block ends; everything before it is secret (`kosmos.engine.guard.LineRedactor`).
+chunk, that block ends; everything before it is secret (`kosmos.engine.guard.LineRedactor`,
+which also redacts each chunk below the lines before it).
 """
 
 from __future__ import annotations
@@ -58,9 +69,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from kosmos.safety.redact_lines import (
+    mask_colon_lines,
+    mask_key_bodies,
+    mask_netrc_entries,
+    mask_yaml_values,
+)
 from kosmos.safety.secret_patterns import (
     ANY_HINT,
     KEY_END,
+    KEY_HINTS,
     KEY_TAIL,
     KEY_VALUE,
     KEYWORD,
@@ -198,6 +216,7 @@ def _mask_pairs(text: str, lower: str) -> str:
 
 
 _QUICK_UPTO = 512
+_HINTS = frozenset(hint for token in TOKENS for hint in token[0])
 # How many texts (of up to how many characters) a Redactor remembers the result for: the
 # session redacts each message when it is kept and again in the event that reports it.
 _MEMO_SIZE = 1024
@@ -218,8 +237,23 @@ def _key_start(text: str, pos: int) -> int | None:
     return start
 
 
+# What may follow a key's BEGIN line: base64, or a PEM header (Proc-Type, DEK-Info).
+_KEY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: [^\n]*)\r?")
+
+
 def _private_key(m: re.Match[str]) -> str:
-    return f"{m.group(1)}{MASK}{m.group(2)}"
+    begin, end = m.group(1), m.group(2)
+    if not end and _key_follows(m.group()[len(begin) :]) is False:
+        return m.group()  # a BEGIN line printed last (`tac`): no key below it
+    return f"{begin}{MASK}{end}"
+
+
+def _key_follows(after: str) -> bool | None:
+    """Whether the line after a BEGIN line is key material; None when it is not there yet."""
+    lines = after.split("\n")
+    if len(lines) < 2 or (len(lines) == 2 and not lines[1]):
+        return None
+    return _KEY_LINE.fullmatch(lines[1]) is not None
 
 
 def open_block(text: str) -> str | None:
@@ -228,10 +262,15 @@ def open_block(text: str) -> str | None:
     A caller that streams uses it to carry the block over to the next chunk, whose start
     `block_end` then finds the end of.
     """
-    if "PRIVATE KEY" in text:
+    if any(hint in text for hint in KEY_HINTS):
         key = _last(PRIVATE_KEY, text)
         if key is not None and not key.group(2):
-            return "key"  # everything after a BEGIN line without its END is key
+            # Everything after a BEGIN line without its END is key, if key follows it.
+            follows = _key_follows(key.group()[len(key.group(1)) :])
+            if follows is None:
+                return "key-start"
+            if follows:
+                return "key"
     if "Private-Lines:" in text:
         putty = _last(PUTTY_KEY, text)
         if putty is not None and putty.end() == len(text):
@@ -248,8 +287,14 @@ def block_end(text: str, block: str) -> int | None:
     """Where the `block` that `text` continues ends in it; None when it runs on past it.
 
     A key ends where its END line starts (the END line is shown); PuTTY's private lines end
-    at the first line that is not base64.
+    at the first line that is not base64. A BEGIN line that ended the last chunk was not a
+    key's if the line after it is not key material (`tac` prints BEGIN last).
     """
+    if block == "key-start":
+        follows = _key_follows("\n" + text.lstrip("\r").removeprefix("\n"))
+        if follows is False:
+            return 0
+        block = "key"
     if block == "key":
         end = KEY_END.search(text)
         return end.start() if end else None
@@ -327,15 +372,20 @@ class Redactor:
     def _redact(self, text: str) -> str:
         if self._literal is not None:
             text = self._literal.sub(MASK, text)
-        if "PRIVATE KEY" in text:
+        if any(hint in text for hint in KEY_HINTS):
             text = PRIVATE_KEY.sub(_private_key, text)
             text = KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
         if "Private-Lines:" in text:
             text = PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
+        if "\n" in text:  # what shows only across lines (kosmos.safety.redact_lines)
+            text = mask_yaml_values(mask_netrc_entries(mask_key_bodies(text)))
+        text = mask_colon_lines(text)
         lower = text.lower()
         if len(text) <= _QUICK_UPTO and len(lower) == len(text) and not ANY_HINT.search(lower):
             return text
-        active = [t for t in TOKENS if any(h in lower for h in t[0])]
+        # Each hint looked up once, however many patterns share it (`:`, `-u`, `password`).
+        present = {hint for hint in _HINTS if hint in lower}
+        active = [t for t in TOKENS if not present.isdisjoint(t[0])]
         if active:
             text = _sub_tokens(text, lower, active)
             lower = text.lower()

@@ -18,24 +18,27 @@ Token = tuple[tuple[str, ...], re.Pattern[str], str]
 # short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
 LONG_KEYS = (
     r"password|passwd|passphrase|secret[_-]?key(?:[_-]?base)?|secret|token|api[_-]?key"
-    r"|access[_-]?key|private[_-]?key"
+    r"|access[_-]?key|private[_-]?key|preshared[_-]?key"
     r"|client[_-]?secret|credentials?|account[_-]?key|shared[_-]?access[_-]?(?:key|signature)"
 )
-SHORT_KEYS = r"pwd|pass|auth"
+SHORT_KEYS = r"pwd|pass|auth|psk"
 _KEY = rf"(?:[\w.-]*?(?:{LONG_KEYS})|-{{0,2}}(?:[A-Za-z0-9]+[_.-])*(?:{SHORT_KEYS}))"
 SECRET_KEY = re.compile(rf"(?:{_KEY}|authorization|proxy-authorization)", re.IGNORECASE)
 
+# What a private key's armour names: PEM and OpenSSH keys, PGP's private blocks, and
+# OpenVPN's static keys (tls-auth, tls-crypt, secret), which are private though named otherwise.
+_KEY_KIND = r"(?:[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?|OpenVPN Static key V1)"
+KEY_HINTS = ("PRIVATE KEY", "OpenVPN Static key")
 PRIVATE_KEY = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
-    r".*?(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    rf"(-----BEGIN {_KEY_KIND}-----).*?(-----END {_KEY_KIND}-----|\Z)",
     re.DOTALL,
 )
 # The tail of a key block whose BEGIN line was cut off (a capped output, a second chunk).
 KEY_TAIL = re.compile(
-    r"^(?:[A-Za-z0-9+/=]{16,}\r?\n)+(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
+    rf"^(?:[A-Za-z0-9+/=]{{16,}}\r?\n)+(-----END {_KEY_KIND}-----)",
     re.MULTILINE,
 )
-KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+KEY_END = re.compile(rf"-----END {_KEY_KIND}-----")
 # A PuTTY key's private lines follow its `Private-Lines: N` line. A line already masked
 # counts as one of them, so that redacting twice changes nothing.
 _PUTTY_LINES = re.compile(rf"(?:(?:[A-Za-z0-9+/=]+|{re.escape(MASK)})(?:\r?\n|\r|\Z))*")
@@ -74,7 +77,12 @@ _TABLE: tuple[Token, ...] = tuple(
         (("github_pat_",), r"\b(github_pat_)[A-Za-z0-9_]{20,}", rf"\1{MASK}"),
         (("glpat-",), r"\b(glpat-)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
         (("xox",), r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}", rf"\1{MASK}"),
-        (("sk-",), r"(?<![\w-])(sk-)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}", rf"\1{MASK}"),
+        # OpenAI-style keys; not OpenSSH's FIDO key types (sk-ssh-ed25519@openssh.com).
+        (
+            ("sk-",),
+            r"(?<![\w-])(sk-)(?!ssh-|ecdsa-)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}",
+            rf"\1{MASK}",
+        ),
         (("k_live_", "k_test_"), r"\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{10,}", rf"\1{MASK}"),
         (("hf_",), r"\b(hf_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
         (("npm_",), r"\b(npm_)[A-Za-z0-9]{30,}", rf"\1{MASK}"),
@@ -86,7 +94,14 @@ _TABLE: tuple[Token, ...] = tuple(
             r"(?i)\b((?:proxy-)?authorization[ \t]*:[ \t]*(?:[a-z0-9-]+[ \t]+)?)[^\s\"'\\]+",
             rf"\1{MASK}",
         ),
-        (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(@)", rf"\1{MASK}\2"),
+        # A password in a URL, `/` and `@` in it included: up to the last `@` of the word that
+        # a host follows (a port's digits before a path's `@` are not a password).
+        (
+            ("://",),
+            r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*:)(?!\d{1,5}(?:/|\s|$))(\S+)"
+            r"(@[A-Za-z0-9.-]+(?::\d+)?)(?=[/?#\s\"'<>]|$)",
+            rf"\1{MASK}\3",
+        ),
         (
             ("sig=", "signature="),
             r"(?i)([?&](?:sig|X-Amz-Signature|X-Goog-Signature)=)[^&\s\"']+",
@@ -143,6 +158,34 @@ _TABLE: tuple[Token, ...] = tuple(
             rf"\1{MASK}",
         ),
         (("sshpass",), r"\b(sshpass\b[^\n|;&]*?[ \t]-p[ \t]*)[^\s'\"]+", rf"\1{MASK}"),
+        # Passwords on command lines as `ps` shows them: redis-cli -a, smbclient and the other
+        # Samba tools' -U user%password, htpasswd -b's last argument.
+        (
+            ("redis-cli",),
+            r"\b(redis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+)"
+            r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)",
+            rf"\1{MASK}",
+        ),
+        (
+            ("-u", "--user"),
+            r"((?:^|[ \t])(?:-U|--user(?:name)?)(?:[ \t]+|=)['\"]?[^\s%'\"]+%)[^\s'\"]+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("htpasswd",),
+            r"(?m)\b(htpasswd\b(?=[^\n|;&]*[ \t]-[A-Za-z]*b)[^\n|;&]*[ \t])([^\s|;&]+)"
+            r"(?=[ \t]*(?:[|;&]|$))",
+            rf"\1{MASK}",
+        ),
+        # Kubernetes' kubeconfig: the client key, base64 of its PEM.
+        (
+            ("client-key-data",),
+            r"((?<![\w.-])client-key-data[\"']?[ \t]*:[ \t]*[\"']?)[A-Za-z0-9+/]{16,}={0,2}",
+            rf"\1{MASK}",
+        ),
+        (("age-secret-key-1",), r"\b(AGE-SECRET-KEY-1)[0-9A-Z]{20,}", rf"\1{MASK}"),
+        # HashiCorp Vault's service, batch and recovery tokens.
+        (("hvs.", "hvb.", "hvr."), r"\b(hv[sbr]\.)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
     )
 )
 
@@ -167,7 +210,9 @@ KEY_VALUE = re.compile(
 # `token = os.environ["TOKEN"]`, `password=getpass()`, `PGPASSWORD=$PW`, `"password": null`.
 NOT_A_VALUE = re.compile(
     r"str|int|float|bool|bytes|none|null|nil|true|false|secretstr|string|number|boolean"
-    r"|any|required|optional|undefined|[{\[($%<].*|[A-Za-z_][\w.]*[(\[].*",
+    r"|any|required|optional|undefined|[{\[($%<].*|[A-Za-z_][\w.]*[(\[].*"
+    # a YAML block scalar's indicator: the value is on the lines below (redact_lines)
+    r"|[|>][-+0-9]*",
     re.IGNORECASE,
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,7 @@ def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: s
         "ref": ref,
         "extra": extra,
         "warnings": tuple(warnings),
+        "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
     }
     try:
         return Skill.model_validate(fields)

@@ -121,6 +121,9 @@ class Skill(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     # What the loader noticed and tolerated (file:line, what it did, how to fix it).
     warnings: tuple[str, ...] = ()
+    # sha256 of the SKILL.md's text (line ends and BOM normalised): a run records it, so that a
+    # fleet replaying a canary knows it runs the very skill the canary ran.
+    sha256: str = ""
 
     @field_validator("name", "description", mode="before")
     @classmethod

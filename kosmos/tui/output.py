@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from kosmos.engine.guard import visible_output
+
 # What a log view keeps between refreshes: the newest characters, in lines no wider than this.
 MAX_PENDING = 64 * 1024
 MAX_WIDTH = 400
@@ -13,14 +15,8 @@ ELLIPSIS = "…"
 # place shows every state it went through and nothing is drawn over.
 LINE_END = re.compile(r"\r\n|\r|\n")
 
-# Control characters reach the terminal as they are unless shown as something else: an escape
-# sequence would colour, move the cursor or clear the screen. Each is shown as its control
-# picture (ESC as ␛, BEL as ␇), C1 controls as the replacement character; tab and line ends stay.
-CONTROL_PICTURES = {
-    **{code: 0x2400 + code for code in range(0x20) if chr(code) not in "\t\n\r"},
-    0x7F: 0x2421,
-    **{code: 0xFFFD for code in range(0x80, 0xA0)},
-}
+# A colour sequence cut at the width: dropped, so that no half of one reaches the screen.
+_CUT_SGR = re.compile(r"\x1b\[[0-9;:]*\Z")
 
 
 class OutputTail:
@@ -65,7 +61,9 @@ class OutputTail:
         self._size = 0
         if not text:
             return ""
-        text = text.translate(CONTROL_PICTURES)
+        # Colours stay for the log to draw; every other control is shown as a symbol (a
+        # `printf '\\033[2J'` must not clear the screen).
+        text = visible_output(text)
         out: list[str] = []
         at = 0
         for end in [*LINE_END.finditer(text), None]:
@@ -75,7 +73,7 @@ class OutputTail:
                 out.append(line)
                 self._column += len(line)
             elif not self._cut:
-                out.append(line[: max(room, 0)] + ELLIPSIS)
+                out.append(_CUT_SGR.sub("", line[: max(room, 0)]) + ELLIPSIS)
                 self._column = self.max_width
                 self._cut = True
             if end is not None:

@@ -6,10 +6,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
+from kosmos.engine.guard import visible
 from kosmos.errors import KosmosError, SkillNotFound
 from kosmos.events import CommandFinished, CommandStarted, Event, KnowledgeLoaded, LLMRequest
 from kosmos.runs.params import dialogue_wanted
@@ -247,7 +249,9 @@ class MainScreen(Screen[None]):
 
     @staticmethod
     def _tab_label(n: int, spec: RunSpec, mark: str) -> str:
-        return f"{mark} {n}: {spec.skill.name}@{spec.host}"
+        # A tab's label is markup: a name from a file is escaped, its controls shown.
+        name = visible(f"{spec.skill.name}@{spec.host}", one_line=True)
+        return f"{mark} {n}: {escape(name)}"
 
     def _views(self) -> list[RunView]:
         return list(self.query(RunView))

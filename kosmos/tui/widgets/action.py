@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Approval, CommandProposal
 from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import Directive, FileRead, MemoryAction
@@ -50,13 +51,13 @@ class ActionStep(Vertical):
             yield Label(f"{ACTION_TAGS[d.kind]} step {d.step}", classes="tag", markup=False)
             yield Label("", classes="state", id="state")
         if d.text:
-            yield Static(d.text, classes="target", id="target", markup=False)
+            yield Static(visible(d.text), classes="target", id="target", markup=False)
         lines = d.content.splitlines()
         if lines:
             shown = lines[:PREVIEW_LINES]
             if len(lines) > PREVIEW_LINES:
                 shown.append(f"… {len(lines) - PREVIEW_LINES} more lines")
-            yield Static("\n".join(shown), classes="preview", id="preview", markup=False)
+            yield Static(visible("\n".join(shown)), classes="preview", id="preview", markup=False)
         yield Static("", classes="risk", id="risk", markup=False)
         with Horizontal(classes="actions", id="actions"):
             yield Button("Allow", variant="success", id="allow", compact=True)
@@ -71,7 +72,7 @@ class ActionStep(Vertical):
         self.awaiting = True
         self._set_state("awaiting approval", "awaiting")
         risk = self.query_one("#risk", Static)
-        risk.update(proposal.reason or proposal.risk.replace("_", "-"))
+        risk.update(visible(proposal.reason or proposal.risk.replace("_", "-")))
         risk.set_class(True, "shown")
         self.query_one("#actions").set_class(True, "shown")
         self.refresh_bindings()
@@ -95,7 +96,7 @@ class ActionStep(Vertical):
             self._set_state("skipped", "skipped")
         else:
             self._set_state(event.status, "failed")
-            outcome.update(event.reason)
+            outcome.update(visible(event.reason))
         self.refresh_bindings()
 
     def _set_state(self, text: str, css: str) -> None:

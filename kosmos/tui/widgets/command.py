@@ -10,12 +10,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label, Log, Static
+from textual.widgets import Button, Input, Label, Static
 
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Approval, CommandProposal
 from kosmos.events import CommandFinished
 from kosmos.tui.messages import Decided
 from kosmos.tui.output import LINE_END
+from kosmos.tui.widgets.output_log import OutputLog
 
 # Lines the output area keeps; older ones scroll away (the transcript keeps head and tail).
 LOG_LINES = 500
@@ -30,7 +32,10 @@ def _size(count: int) -> str:
 
 
 def command_syntax(command: str) -> Syntax:
-    return Syntax(command, "bash", theme="ansi_dark", word_wrap=True, background_color="default")
+    """The command as it will run, every line of it; a control character shows as a symbol."""
+    return Syntax(
+        visible(command), "bash", theme="ansi_dark", word_wrap=True, background_color="default"
+    )
 
 
 class CmdStep(Vertical):
@@ -80,7 +85,7 @@ class CmdStep(Vertical):
         yield Input(classes="confirm-input", id="confirm-input")
         yield Static("", classes="step-error", id="error", markup=False)
         # One more than LOG_LINES: the log counts the empty line after the last line break.
-        yield Log(max_lines=LOG_LINES + 1, classes="output", id="output")
+        yield OutputLog(max_lines=LOG_LINES + 1, classes="output", id="output")
 
     # -- what the run view calls ----------------------------------------------------------
 
@@ -92,13 +97,13 @@ class CmdStep(Vertical):
         risk = self.query_one("#risk", Static)
         if proposal.risk == "dangerous":
             reason = proposal.reason or "this command can destroy data"
-            risk.update(f"dangerous: {reason}; running it takes typing the host's name")
+            risk.update(visible(f"dangerous: {reason}; running it takes typing the host's name"))
             risk.set_class(True, "dangerous", "shown")
         else:
             notes = [proposal.reason or proposal.risk.replace("_", "-")]
             if proposal.inferred:
                 notes.append("the reply had no tag: read the command before running it")
-            risk.update(" · ".join(notes))
+            risk.update(visible(" · ".join(notes)))
             risk.set_class(True, "shown")
         self.query_one("#actions").set_class(True, "shown")
         self.refresh_bindings()
@@ -133,7 +138,7 @@ class CmdStep(Vertical):
     def started(self) -> None:
         self._started = time.monotonic()
         self._set_state("running 0.0 s", "running")
-        self.query_one("#output", Log).set_class(True, "shown")
+        self.query_one("#output", OutputLog).set_class(True, "shown")
         self._timer = self.set_interval(0.5, self._tick)
 
     def _tick(self) -> None:
@@ -154,7 +159,7 @@ class CmdStep(Vertical):
         ends = [m.end() for m in LINE_END.finditer(text)]
         if len(ends) > LOG_LINES:
             text = text[ends[-LOG_LINES - 1] :]
-        self.query_one("#output", Log).write(text)
+        self.query_one("#output", OutputLog).write(text)
 
     def finished(self, event: CommandFinished) -> None:
         if self._timer is not None:
@@ -171,7 +176,7 @@ class CmdStep(Vertical):
             css = "ok" if event.exit_code == 0 else "failed"
         self._set_state(f"{state} · {_size(event.bytes)}", css)
         if event.bytes == 0:
-            self.query_one("#output", Log).set_class(False, "shown")
+            self.query_one("#output", OutputLog).set_class(False, "shown")
 
     def _set_state(self, text: str, css: str) -> None:
         self.state = css

@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Label, Static
 
+from kosmos.engine.guard import visible
 from kosmos.events import KnowledgeLoaded
 
 
@@ -24,7 +25,6 @@ class ContextPanel(VerticalScroll):
             text += "~/.config/kosmos-panel/ai_system_promt.md)."
         else:
             text = f"from {knowledge.path}:\n\n{knowledge.text}"
-        self.query_one("#knowledge", Static).update(text)
-        self.query_one("#system-prompt", Static).update(
-            system_prompt or "Not sent yet: start a run, or bring a run's tab to the front."
-        )
+        self.query_one("#knowledge", Static).update(visible(text))
+        waiting = "Not sent yet: start a run, or bring a run's tab to the front."
+        self.query_one("#system-prompt", Static).update(visible(system_prompt or "") or waiting)

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Label, Static
 
+from kosmos.engine.guard import visible
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.results import FleetFinished, summary_lines
 from kosmos.tui.paths import shown_path
@@ -53,9 +54,10 @@ class ApprovalBar(Vertical):
         self.hosts = hosts
         listed = ", ".join(hosts[:8]) + ("…" if len(hosts) > 8 else "")
         text = f"{len(hosts)} host(s) ask: {question.question.text}\n{listed}"
-        self.query_one("#approval-text", Static).update(text)
+        self.query_one("#approval-text", Static).update(visible(text))
+        asking = visible(question.host, one_line=True)
         self.query_one("#approval-hint", Static).update(
-            f"answer in {question.host}'s run view; the box decides whether the others get it"
+            f"answer in {asking}'s run view; the box decides whether the others get it"
         )
         self.query_one("#run-all", Button).display = False
         self.query_one("#answer-all", Checkbox).display = len(hosts) > 1
@@ -78,8 +80,9 @@ class ApprovalBar(Vertical):
         else:
             text = f"{n} host(s) wait on: $ {p.command}\n{listed}"
             hint = f"enter runs on {p.host} only · s skips there · e edits there"
-        self.query_one("#approval-text", Static).update(text)
-        self.query_one("#approval-hint", Static).update(hint)
+        # The command is the LLM's, the names are from files: drawn as they are.
+        self.query_one("#approval-text", Static).update(visible(text))
+        self.query_one("#approval-hint", Static).update(visible(hint))
         button = self.query_one("#run-all", Button)
         button.label = f"Run on all {n} (A)"
         button.display = self.can_run_all
@@ -107,7 +110,7 @@ class FleetSummary(Vertical):
 
     def compose(self) -> ComposeResult:
         r = self.result
-        yield Label(f"Fleet {r.status}: {r.message}", classes="tag", markup=False)
+        yield Label(f"Fleet {r.status}: {visible(r.message)}", classes="tag", markup=False)
         yield Static(
             "\n".join(summary_lines(r, canary=self.canary)), id="summary-table", markup=False
         )

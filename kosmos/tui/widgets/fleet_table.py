@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import DataTable
 
+from kosmos.engine.guard import visible
 from kosmos.fleet.orchestrator import HostRun
 
 COLUMNS = ("host", "state", "step", "last command", "elapsed", "exit")
@@ -32,15 +33,16 @@ STATE_STYLES = {
 def _short(text: str | None, width: int = COMMAND_WIDTH) -> str:
     if not text:
         return ""
-    flat = " ".join(text.split())
+    flat = visible(" ".join(text.split()), one_line=True)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def row_of(run: HostRun, now: float) -> tuple[str, ...]:
     """One host's cells as plain text (what the table compares to skip unchanged cells)."""
     state = run.state + (" (replay)" if run.state == "running" and run.mode == "replay" else "")
+    name = visible(run.name, one_line=True)
     return (
-        f"{run.name} (canary)" if run.canary else run.name,
+        f"{name} (canary)" if run.canary else name,
         state,
         str(run.step or ""),
         _short(run.last_command),

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
+from kosmos.engine.guard import visible
 from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import (
     Answer,
@@ -59,7 +60,7 @@ class RunView(VerticalScroll):
 
     def __init__(self, title: str, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="run-view")
-        self.run_title = title
+        self.run_title = visible(title)
         self.controller: RunController | None = None
         self.operator: TuiOperator | None = None
         self.cmd_steps: dict[int, CmdStep] = {}

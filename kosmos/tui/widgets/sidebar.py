@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from kosmos.engine.guard import visible
 from kosmos.skills.model import Skill
 from kosmos.tui.messages import HostChosen, SkillChosen
 
@@ -102,7 +103,7 @@ class Sidebar(Vertical):
                 continue
             state, detail = self.states.get(target, ("idle", ""))
             mark, style = STATE_MARKS.get(state, ("○", "dim"))
-            prompt = Text.assemble((f"{mark} ", style), target)
+            prompt = Text.assemble((f"{mark} ", style), visible(target, one_line=True))
             if target in self.marked:
                 prompt = Text.assemble(("☑ ", "bold"), prompt)
             if state not in ("idle",):
@@ -133,7 +134,7 @@ class Sidebar(Vertical):
                 text = " ".join((skill.name, skill.summary, *skill.triggers)).lower()
                 if wanted and wanted not in text:
                     continue
-                prompt = Text(skill.name)
+                prompt = Text(visible(skill.name, one_line=True))
                 if label != "local":
                     prompt.append(f"  {label}", style="dim")
                 options.append(Option(prompt, id=f"skill:{len(shown)}"))

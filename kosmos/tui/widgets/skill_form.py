@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, Markdown, Select, Static
 
+from kosmos.engine.guard import visible
 from kosmos.errors import ParamError
 from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import resolve_params, validate_value
@@ -16,7 +17,8 @@ from kosmos.tui.widgets.params_talk import ParamsTalk
 
 
 def _run_hint(skill: str, host: str) -> Text:
-    return Text.assemble("ctrl+r runs ", skill, " on ", (host, "bold"))
+    shown = visible(skill, one_line=True)
+    return Text.assemble("ctrl+r runs ", shown, " on ", (visible(host, one_line=True), "bold"))
 
 
 def _field_id(param: Param) -> str:
@@ -39,7 +41,7 @@ class ParamsForm(Vertical):
             mark = " *" if param.required else ""
             yield Label(f"{param.name}{mark}", classes="param-label", markup=False)
             if param.description:
-                yield Static(param.description, classes="hint", markup=False)
+                yield Static(visible(param.description), classes="hint", markup=False)
             value = self.given.get(param.name) or param.default
             if param.choices:
                 yield Select(
@@ -166,7 +168,7 @@ class SkillPanel(VerticalScroll):
                 id="no-skill",
             )
             return
-        yield Label(skill.name, classes="skill-name", markup=False)
+        yield Label(visible(skill.name, one_line=True), classes="skill-name", markup=False)
         yield Static(
             f"{skill.source} · {shown_path(skill.path)}",
             classes="hint",
@@ -174,9 +176,9 @@ class SkillPanel(VerticalScroll):
             markup=False,
         )
         if skill.description:
-            yield Markdown(skill.description, id="skill-description")
+            yield Markdown(visible(skill.description), id="skill-description")
         for problem in skill.warnings:
-            yield Static(f"warning: {problem}", classes="hint warn", markup=False)
+            yield Static(f"warning: {visible(problem)}", classes="hint warn", markup=False)
         yield Label("Parameters", classes="section")
         form = ParamsForm(skill, self.given)
         yield form

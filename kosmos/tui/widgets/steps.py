@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, Markdown, Static
 
+from kosmos.engine.guard import visible
 from kosmos.engine.operator import Question
 from kosmos.events import RunFinished
 from kosmos.tui.messages import Decided
@@ -40,7 +41,7 @@ class AskStep(Vertical):
         with Horizontal(classes="step-head"):
             yield Label(f"{tag} step {self.question.step}", classes="tag", markup=False)
             yield Label("awaiting answer", classes="state awaiting", id="state")
-        yield Static(self.question.text, classes="question", markup=False)
+        yield Static(visible(self.question.text), classes="question", markup=False)
         hint = "type an answer, enter submits" + (
             "" if self.question.required else "; escape or an empty answer skips"
         )
@@ -84,7 +85,8 @@ class AskStep(Vertical):
         label.update("skipped" if skipped else "answered")
         label.add_class("skipped" if skipped else "ok")
         answer_input = self.query_one("#answer", Input)
-        shown = Static("(no answer)" if skipped else f"→ {answer}", classes="answer", markup=False)
+        text = "(no answer)" if skipped else f"→ {visible(answer or '')}"
+        shown = Static(text, classes="answer", markup=False)
         self.mount(shown, after=answer_input)
         answer_input.remove()
         self.refresh_bindings()
@@ -100,7 +102,7 @@ class MessageStep(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(f"[MESSAGE] step {self.step}", classes="tag", markup=False)
-        yield Markdown(self.text)
+        yield Markdown(visible(self.text))
 
 
 class DoneCard(Vertical):
@@ -110,7 +112,7 @@ class DoneCard(Vertical):
         css = "done-card" if result.status == "done" else "done-card failed"
         super().__init__(classes=f"step {css}")
         self.result = result
-        self.text = text if text is not None else result.message
+        self.text = visible(text if text is not None else result.message)
 
     def compose(self) -> ComposeResult:
         r = self.result
@@ -174,7 +176,7 @@ class ErrorCard(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label(f"{self.kind} error", classes="tag")
-        yield Static(self.reason, classes="step-error", id="reason", markup=False)
+        yield Static(visible(self.reason), classes="step-error", id="reason", markup=False)
         with Horizontal(classes="actions shown"):
             yield Button("Retry", variant="warning", id="retry", compact=True)
             yield Button("End run", id="give-up", compact=True)
@@ -191,7 +193,7 @@ class ErrorCard(Vertical):
             self.awaiting = False
             self.query_one(".actions").remove_class("shown")
             self.query_one("#reason", Static).update(
-                f"{self.reason}\n{'retrying…' if value else 'run ended'}"
+                f"{visible(self.reason)}\n{'retrying…' if value else 'run ended'}"
             )
             self.post_message(Decided(value))
 
@@ -210,4 +212,4 @@ class Note(Static):
     """A one-line notice in the run (a warning, a retry, the knowledge file loaded)."""
 
     def __init__(self, text: str, css: str = "") -> None:
-        super().__init__(text, classes=f"note {css}".strip(), markup=False)
+        super().__init__(visible(text), classes=f"note {css}".strip(), markup=False)

@@ -1,0 +1,51 @@
+"""What a command's environment may hold: nothing of the keys kosmos itself was given.
+
+A command runs for the LLM, and what it prints goes back to the LLM. If the environment
+carried kosmos's API key, `printenv KOSMOS_API_KEY | rev` (read-only, so it may run unasked)
+would hand the key over in a form no redactor recognises. So the local runner's environment
+and the variables ssh_config's `SendEnv` forwards leave out:
+
+* the variables kosmos reads its own keys from (KOSMOS_API_KEY, OPENAI_API_KEY,
+  GEMINI_API_KEY) and any other `*_API_KEY`;
+* any variable whose value is a secret kosmos holds (a provider's key or an HTTP tool's
+  secret from the config file), under whatever name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+
+# The variables kosmos reads its API keys from (kosmos.config.ENV_API_KEYS).
+KOSMOS_KEYS = frozenset({"KOSMOS_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"})
+
+
+def withheld(name: str, value: str, secrets: Iterable[str] = ()) -> bool:
+    """Whether the variable `name=value` stays out of a command's environment."""
+    if name.upper() in KOSMOS_KEYS or name.upper().endswith("_API_KEY"):
+        return True
+    value = value.strip()
+    return bool(value) and value in set(secrets)
+
+
+def command_env(env: Mapping[str, str], secrets: Iterable[str] = ()) -> dict[str, str]:
+    """`env` without the variables that hold a key kosmos knows."""
+    known = {s.strip() for s in secrets if s.strip()}
+    return {name: value for name, value in env.items() if not withheld(name, value, known)}
+
+
+def forwarded(
+    patterns: Sequence[str], env: Mapping[str, str], secrets: Iterable[str] = ()
+) -> list[str]:
+    """The names ssh_config's `SendEnv` patterns pick from `env`, those holding a key left out.
+
+    Given to asyncssh as exact names, so that a `SendEnv *` can no longer take a key along.
+    """
+    known = {s.strip() for s in secrets if s.strip()}
+    names = []
+    for name, value in env.items():
+        if any(c in name for c in "*?[") or withheld(name, value, known):
+            continue
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            names.append(name)
+    return names

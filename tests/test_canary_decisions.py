@@ -1,0 +1,216 @@
+"""A fleet replays what its canary's operator decided, never bare commands: a skip stays
+skipped, an edit runs edited, a refusal stays refused; and --canary-from refuses a recording
+made with other parameters or another SKILL.md, before any host is touched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from kosmos.engine.operator import Approval
+from kosmos.engine.session import SessionOptions
+from kosmos.events import CommandDecision, CommandFinished
+from kosmos.transcript import read_transcript
+from tests.conftest import run_cli
+from tests.fleethelpers import Hosts, host_dirs, host_of, run_fleet, scripted
+from tests.helpers import ScriptOperator
+from tests.llmserver import ScriptedLLM
+
+SKILL = """---
+name: probe
+description: probe
+params:
+  - name: service
+    default: nginx
+---
+Look after {service}.
+"""
+CANARY_SCRIPT = (
+    "[CMD] touch ran.txt",
+    "[CMD] rm -f keep.txt",
+    "[CMD] rm -f edit.txt",
+    "[DONE] looked after it",
+)
+
+
+def _project(tmp_path: Path, hosts: list[str]) -> tuple[Path, Path]:
+    """The skill, and an inventory of hosts that each work in a folder of their own here."""
+    folder = tmp_path / "skills" / "probe"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(SKILL)
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        yaml.safe_dump({"all": {"hosts": {h: {"ansible_host": "local"} for h in hosts}}})
+    )
+    return tmp_path / "skills", inventory
+
+
+def _files(where: Path) -> None:
+    for name in ("keep.txt", "edit.txt"):
+        (where / name).write_text("still here\n")
+
+
+def _decisions(path: Path) -> list[tuple[int, str, str, str]]:
+    return [
+        (e.step, e.decision, e.command, e.by)
+        for e in read_transcript(path)
+        if isinstance(e, CommandDecision)
+    ]
+
+
+def test_canary_from_replays_the_operators_skip_and_edit(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    skills, inventory = _project(tmp_path, ["web1", "web2"])
+    _files(tmp_path)
+    llm.script(*CANARY_SCRIPT)
+    canary = tmp_path / "canary.jsonl"
+    # At the terminal: yes, no (skip), and an edit of `rm -f edit.txt` into `ls edit.txt`.
+    recorded = run_cli(
+        ["run", "probe", "--skills-dir", str(skills), "--transcript", str(canary)],
+        env=cli_env,
+        cwd=tmp_path,
+        stdin="y\nn\ne\nls edit.txt\n",
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    assert _decisions(canary) == [
+        (1, "run", "touch ran.txt", "operator"),
+        (2, "skip", "rm -f keep.txt", "operator"),
+        (3, "edit", "ls edit.txt", "operator"),
+    ]
+    asked = len(llm.requests)
+    # The fleet under --yes: its policy would run every command unasked.
+    fleet = tmp_path / "fleet"
+    proc = run_cli(
+        ["run", "probe", "--skills-dir", str(skills), "-i", str(inventory), "--hosts", "all",
+         "--canary-from", str(canary), "--non-interactive", "--yes", "--transcript", str(fleet)],
+        env=cli_env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == asked  # replayed, not asked
+    assert (tmp_path / "keep.txt").exists() and (tmp_path / "edit.txt").exists()
+    result = json.loads((fleet / "fleet.json").read_text())
+    assert {h["host"]: h["mode"] for h in result["hosts"]} == {"web1": "replay", "web2": "replay"}
+    for host in ("web1", "web2"):
+        path = fleet / f"{host}.jsonl"
+        assert _decisions(path) == [
+            (1, "run", "touch ran.txt", "policy"),
+            (2, "skip", "rm -f keep.txt", "canary"),
+            (3, "edit", "ls edit.txt", "canary"),
+        ]
+        ran = [e.command for e in read_transcript(path) if isinstance(e, CommandFinished)]
+        assert ran == ["touch ran.txt", "ls edit.txt"]
+        assert "differs from the canary" not in path.read_text()
+
+
+def test_canary_from_keeps_a_refusal_refused(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    skills, inventory = _project(tmp_path, ["web1"])
+    llm.script("[CMD] touch refused.txt", "[DONE] done without it")
+    canary = tmp_path / "canary.jsonl"
+    recorded = run_cli(
+        ["run", "probe", "--skills-dir", str(skills), "--non-interactive", "--policy",
+         "read-only", "--transcript", str(canary)],
+        env=cli_env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    [(_, decision, _, _)] = _decisions(canary)
+    assert decision == "refused"
+    fleet = tmp_path / "fleet"
+    proc = run_cli(
+        ["run", "probe", "--skills-dir", str(skills), "-i", str(inventory), "--hosts", "all",
+         "--canary-from", str(canary), "--non-interactive", "--yes", "--transcript", str(fleet)],
+        env=cli_env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "refused.txt").exists()
+    [event] = [e for e in read_transcript(fleet / "web1.jsonl") if isinstance(e, CommandDecision)]
+    [recorded_event] = [e for e in read_transcript(canary) if isinstance(e, CommandDecision)]
+    assert (event.decision, event.by, event.reason) == ("refused", "canary", recorded_event.reason)
+
+
+def test_canary_from_refuses_other_parameters_or_another_skill_text(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    skills, inventory = _project(tmp_path, ["web1"])
+    llm.script("[CMD] echo nginx", "[DONE] ok")
+    canary = tmp_path / "canary.jsonl"
+    recorded = run_cli(
+        ["run", "probe", "--skills-dir", str(skills), "--non-interactive", "--yes",
+         "--transcript", str(canary)],
+        env=cli_env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert recorded.returncode == 0, recorded.stderr
+    fleet = tmp_path / "fleet"
+    base = ["run", "probe", "--skills-dir", str(skills), "-i", str(inventory), "--hosts", "all",
+            "--canary-from", str(canary), "--non-interactive", "--yes", "--transcript", str(fleet)]  # fmt: skip
+
+    def refused(*more: str) -> str:
+        proc = run_cli([*base, *more], env=cli_env, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in proc.stderr
+        assert not fleet.exists()  # no host was touched, no run directory made
+        return lines[0]
+
+    assert refused("--param", "service=postgresql") == (
+        f"kosmos: --canary-from {canary} records another run: --param service: the canary had "
+        "'nginx', this run 'postgresql'; run with what the canary ran, or record a new canary"
+    )
+    skill_md = skills / "probe" / "SKILL.md"
+    skill_md.write_text(SKILL.replace("Look after", "Restart"))
+    assert f"{skill_md} is not the SKILL.md the canary ran" in refused()
+    skill_md.write_text(SKILL)
+    assert refused("--prompt", "be quick").endswith(
+        "--prompt: the canary had none, this run 'be quick'; run with what the canary ran, or "
+        "record a new canary"
+    )
+    proc = run_cli(base, env=cli_env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+async def test_an_in_process_canarys_skip_and_edit_carry_to_the_others(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    names = ["canary", "b", "c"]
+    root = host_dirs(tmp_path, names)
+    for name in names:
+        _files(root / name)
+    llm.default = scripted(CANARY_SCRIPT[:3] + ("[DONE] fine",))
+
+    def operator(spec):  # noqa: ANN001, ANN202 - HostSpec -> ScriptOperator
+        if spec.name != "canary":
+            return ScriptOperator()  # would say yes to anything it is asked
+        return ScriptOperator(
+            approvals=[Approval.run(), Approval.skip(), Approval.edit("ls edit.txt")]
+        )
+
+    run = await run_fleet(
+        llm.base_url,
+        names,
+        open_runner=Hosts(root),
+        canary="canary",
+        make_operator=operator,
+        options=SessionOptions(policy="ask"),
+    )
+    assert run.result.exit_code == 0, run.result
+    assert {host_of(r) for r in llm.requests} == {"canary"}
+    for name in ("b", "c"):
+        assert (root / name / "keep.txt").exists() and (root / name / "edit.txt").exists()
+        assert (root / name / "ran.txt").exists()
+        decided = [(e.decision, e.command, e.by) for e in run.of(name, CommandDecision)]
+        assert decided == [
+            ("run", "touch ran.txt", "canary"),
+            ("skip", "rm -f keep.txt", "canary"),
+            ("edit", "ls edit.txt", "canary"),
+        ]
+        # Their own operators were never asked: the canary's person decided for the fleet.
+        assert run.operators[name].proposals == []
+        assert run.host(name).mode == "replay"
