@@ -198,6 +198,23 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     return hosts_command(_settings(args), home=Path.home(), check=args.check)
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from kosmos.mcp.command import McpRequest, mcp_command
+
+    request = McpRequest(
+        http=args.http,
+        token_file=args.token_file,
+        policy=args.policy,
+        skills_dirs=args.skills_dir,
+        inventory=args.inventory,
+        forks=args.forks,
+        log=args.log,
+        verbose=args.verbose,
+        transcript_dir=args.transcript_dir,
+    )
+    return mcp_command(request, _settings(args), env=os.environ, home=Path.home())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
@@ -217,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_chat(args)
         if args.command == "hosts":
             return _cmd_hosts(args)
+        if args.command == "mcp":
+            return _cmd_mcp(args)
         if args.command == "fleet":
             from kosmos.frontends.merge import merge_command
 
