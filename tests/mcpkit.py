@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ class Person:
 class McpSession:
     """One MCP client connected to `kosmos mcp`, usable from any task of the loop."""
 
-    def __init__(self, make: Callable[[], Client]) -> None:
+    def __init__(self, make: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
         self.make = make
         self.client: Client | None = None
         self._ready = asyncio.Event()
@@ -139,5 +140,5 @@ def gone_within(found: Callable[[], list[str]], seconds: float) -> list[str]:
 
 
 def local_processes(marker: str) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
+    out = subprocess.run(["ps", "-eww", "-o", "pid=,stat=,args="], capture_output=True, text=True)
     return [x for x in out.stdout.splitlines() if marker in x and not x.split()[1].startswith("Z")]

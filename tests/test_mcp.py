@@ -8,6 +8,8 @@ elicitation, as a client that cannot ask anyone.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from tests.mcpkit import (
     Person,
     fleet_home,
     gone_within,
+    local_processes,
     running,
     server_env,
     skills_dir,
@@ -300,3 +303,48 @@ async def test_without_elicitation_a_write_is_refused_with_the_reason(
     assert not (sshd.remote_home / "nope").exists()
     read = await unasking.call_tool("run_command", {"host": "box", "command": "uname -s"})
     assert not read.is_error and read.structured_content["decided_by"] == "policy"
+
+
+CLIENT = """
+import os, sys, anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+async def main() -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "kosmos", "mcp", *sys.argv[2:]], env=dict(os.environ)
+    )
+    async with Client(params) as client:
+        await client.call_tool("run_command", {"host": "box", "command": sys.argv[1]})
+
+anyio.run(main)
+"""
+
+
+async def test_a_killed_client_leaves_nothing_running(
+    root: Path, module_llm: ScriptedLLM, sshd: Sshd
+) -> None:
+    marker = "sleep 1888"
+    runs = root / "killed-client-runs"
+    env = server_env(root / "home", module_llm)
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, f"{marker} & {marker}", "--transcript-dir", str(runs)],
+        env=env,
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(400):
+            if len(running(sshd, marker)) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert len(running(sshd, marker)) >= 2, "the command never started"
+        assert local_processes(str(runs)), "kosmos mcp is not running"
+    finally:
+        client.kill()
+        client.communicate(timeout=10)
+    # The server reads the end of its input, ends the call and the command, and exits.
+    assert await asyncio.to_thread(gone_within, lambda: running(sshd, marker), 10) == []
+    assert await asyncio.to_thread(gone_within, lambda: local_processes(str(runs)), 10) == []
