@@ -113,7 +113,8 @@ async def test_the_tools_are_listed_with_their_schemas(served: Served) -> None:
     assert "canary" in tools["run_skill"].input_schema["properties"]
     for tool in tools.values():
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
-        assert tool.description
+        assert tool.description and "\n" not in tool.description
+    assert tools["read_file"].annotations.read_only_hint is True
     assert "decided_by" in tools["run_command"].output_schema["properties"]
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION, ToolAnnotations
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
@@ -31,6 +31,7 @@ from kosmos.mcp.progress import Progress
 from kosmos.mcp.skillruns import SkillRuns
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = """\
 kosmos runs shell commands and AI skills on servers over SSH (or on this machine: host
@@ -82,6 +83,19 @@ async def _guarded(call: Awaitable[T]) -> T:
         raise ToolError(str(e)) from e
 
 
+def _tool(server: MCPServer, *, reads_only: bool = False) -> Callable[[F], F]:
+    """Register a tool under its function's name, its docstring on one line as description."""
+
+    def register(fn: F) -> F:
+        return server.tool(
+            name=fn.__name__,
+            description=" ".join((fn.__doc__ or "").split()),
+            annotations=ToolAnnotations(read_only_hint=True) if reads_only else None,
+        )(fn)
+
+    return register
+
+
 def build_server(options: McpOptions) -> MCPServer:
     """kosmos's MCP server: five tools over the options it was started with."""
     server: MCPServer = MCPServer(
@@ -95,7 +109,7 @@ def build_server(options: McpOptions) -> MCPServer:
     calls = HostCalls(options)
     runs = SkillRuns(options)
 
-    @server.tool(name="hosts")
+    @_tool(server, reads_only=True)
     async def hosts(
         check: Annotated[
             bool,
@@ -106,13 +120,13 @@ def build_server(options: McpOptions) -> MCPServer:
         each with the approval policy its calls run under."""
         return await _guarded(list_hosts(options, check=check))
 
-    @server.tool(name="skills")
+    @_tool(server, reads_only=True)
     async def skills() -> SkillsResult:
         """The skills kosmos finds (--skills-dir, the project's, the user's, bundled), with
         their descriptions and parameters, for run_skill."""
         return list_skills(options)
 
-    @server.tool(name="run_command")
+    @_tool(server)
     async def run_command(
         host: Host,
         command: Annotated[str, Field(description="one shell command, run under bash -c")],
@@ -123,7 +137,7 @@ def build_server(options: McpOptions) -> MCPServer:
         the verdict and who decided."""
         return await _guarded(calls.run_command(asker_for(ctx), host, command))
 
-    @server.tool(name="read_file")
+    @_tool(server, reads_only=True)
     async def read_file(
         host: Host,
         path: Annotated[str, Field(description="the file's path on the host")],
@@ -133,7 +147,7 @@ def build_server(options: McpOptions) -> MCPServer:
         capped as a skill's [GET-FILE] is, secrets masked)."""
         return await _guarded(calls.read_file(asker_for(ctx), host, path))
 
-    @server.tool(name="run_skill")
+    @_tool(server)
     async def run_skill(
         skill: Annotated[str, Field(description="a skill's name from `skills`")],
         ctx: Context,
