@@ -231,6 +231,23 @@ def _output_closed() -> int:
     return EXIT_PIPE
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from kosmos.mcp.command import McpRequest, mcp_command
+
+    request = McpRequest(
+        http=args.http,
+        token_file=args.token_file,
+        policy=args.policy,
+        skills_dirs=args.skills_dir,
+        inventory=args.inventory,
+        forks=args.forks,
+        log=args.log,
+        verbose=args.verbose,
+        transcript_dir=args.transcript_dir,
+    )
+    return mcp_command(request, _settings(args), env=os.environ, home=Path.home())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -257,6 +274,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_chat(args)
         if args.command == "hosts":
             return _cmd_hosts(args)
+        if args.command == "mcp":
+            return _cmd_mcp(args)
         if args.command == "fleet":
             from kosmos.frontends.merge import merge_command
 

@@ -333,6 +333,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hosts.add_argument("--config", type=Path, help=argparse.SUPPRESS)
 
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve kosmos's tools to an MCP client (Claude Code, Cursor, Goose...)",
+        description="Serve hosts, skills, run_command, read_file and run_skill to an MCP "
+        "client: on stdio (the client starts kosmos), or on streamable HTTP with --http. "
+        "What the policy leaves to a person is asked through the client (elicitation).",
+    )
+    mcp.add_argument(
+        "--http",
+        metavar="ADDR:PORT",
+        help="serve streamable HTTP on ADDR:PORT (a bare PORT: loopback) instead of stdio; "
+        "clients must send the bearer token from $KOSMOS_MCP_TOKEN or --token-file",
+    )
+    mcp.add_argument(
+        "--token-file", type=Path, metavar="FILE", help="the bearer token for --http, in a file"
+    )
+    mcp.add_argument(
+        "--policy",
+        choices=["ask", "read-only", "auto", "locked"],
+        help="approval policy for every call (default: locked, look but touch nothing "
+        "without a person's yes)",
+    )
+    mcp.add_argument(
+        "-i", "--inventory", type=Path, metavar="INVENTORY", help="an Ansible inventory's hosts"
+    )
+    mcp.add_argument(
+        "--forks", type=_positive_int, default=10, help="hosts a fleet run works on at once"
+    )
+    mcp.add_argument(
+        "--transcript-dir", type=Path, metavar="DIR", help="where the calls' transcripts go"
+    )
+    mcp.add_argument("--log", type=Path, metavar="FILE", help="log here instead of stderr")
+    mcp.add_argument("--verbose", action="store_true", help="log every request")
+    _skills_dir_flag(mcp)
+    _llm_flags(mcp)
+
     fleet_cmd = sub.add_parser(
         "fleet", help="work with fleet runs", description="Work with fleet runs."
     )
@@ -346,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a shard's run directory")
     merge.add_argument("--json", action="store_true", help="print the fleet result as JSON")
     # The innermost subcommand given is the one whose usage an unknown flag shows (`parse`).
-    for command in (run, tui, chat, skills, sl, ss, hosts, fleet_cmd, merge):
+    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge):
         command.set_defaults(command_parser=command)
     return parser
 

@@ -114,6 +114,7 @@ def test_the_filter_by_name_and_by_value() -> None:
         "X_API_KEY": "c",
         "COPY": " secret-value ",
         "LANG": "C.UTF-8",
+        "KOSMOS_MCP_TOKEN": "the-mcp-servers-bearer-token",
     }
     assert command_env(env, ["secret-value"]) == {"PATH": "/usr/bin", "LANG": "C.UTF-8"}
     assert forwarded(["LANG", "LC_*", "*KEY*", "COPY"], env, ["secret-value"]) == ["LANG"]

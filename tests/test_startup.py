@@ -27,6 +27,8 @@ HEAVY = (
     "kosmos.config_chat",
     "kosmos.tui",
     "kosmos.hosts.ssh",
+    "mcp",
+    "kosmos.mcp",
 )
 
 
@@ -109,3 +111,21 @@ def test_chat_settings_are_still_checked_when_the_file_is_read(
     assert proc.returncode == 2
     assert "kosmos.yaml: unknown key 'chat.exit_comands'" in proc.stderr
     assert "exit_commands" in proc.stderr
+
+
+def test_the_mcp_server_loads_no_tui(cli_env: dict, tmp_path: Path) -> None:
+    # stdin at its end: the server starts, finds its client gone, and exits 0.
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kosmos", "mcp"],
+        env=cli_env,
+        cwd=tmp_path,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    names = imported(proc.stderr)
+    assert "mcp.server.mcpserver" in names and "kosmos.mcp.server" in names
+    assert sorted(n for n in names if n.startswith(("textual", "kosmos.tui"))) == []

@@ -27,8 +27,15 @@ FRONT_ENDS = {
     "kosmos.frontends.hosts": "kosmos hosts",
     "kosmos.frontends.merge": "kosmos fleet merge",
     "kosmos.tui": "kosmos tui",
+    "kosmos.mcp": "kosmos mcp",
 }
-ABOVE_THE_CORE = ("kosmos.__main__", "kosmos.cli", "kosmos.frontends", "kosmos.tui")
+ABOVE_THE_CORE = (
+    "kosmos.__main__",
+    "kosmos.cli",
+    "kosmos.frontends",
+    "kosmos.tui",
+    "kosmos.mcp",
+)
 
 
 def module_name(path: Path) -> str:
