@@ -227,6 +227,7 @@ WRITE = [
     "git push",
     "git branch new-feature",
     "git config user.name bob",
+    "git config user.name --get",  # git config reads no options after its first operand
     "git -c core.pager='sh -c id' log",
     "apt-get install -y nginx",
     "apt install nginx",

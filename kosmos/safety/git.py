@@ -98,7 +98,10 @@ def _git_tag(rest: list[Word]) -> str | None:
 
 
 def _git_config(rest: list[Word]) -> str | None:
-    o = _opts("config", rest)
+    # git config stops reading options at its first operand: in `git config user.name
+    # --get` the `--get` is the value written.
+    short_arg, long_arg = OPTION_VALUES.get("git config", ("", ()))
+    o = Opts(rest, short_arg, long_arg, stop=True)
     writes = ("--unset", "--unset-all", "--add", "--replace-all", "--rename-section")
     if o.has("-e", "--edit", "--remove-section", *writes):
         return "git config changes settings"
