@@ -76,8 +76,11 @@ def fleet_done(app: KosmosApp):  # noqa: ANN201
 async def shown(pilot: Pilot, screen: FleetScreen, host: str) -> RunView:
     """`host`'s run view, built from its events once the run has ended (its done card)."""
     screen.show_host(host)
-    await until(pilot, lambda: screen.view.result is not None, f"{host}'s run view built")
-    assert screen.shown_host == host
+
+    def built() -> bool:
+        return screen.shown_host == host and screen.view.result is not None
+
+    await until(pilot, built, f"{host}'s run view built")
     return screen.view
 
 

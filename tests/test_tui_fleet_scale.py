@@ -184,3 +184,41 @@ async def test_nothing_keeps_running_once_the_fleet_has_ended(llm: ScriptedLLM, 
         await pilot.pause(0.3)
         assert running_timers(app) == []
         assert not screen.thread.running
+
+
+async def test_quitting_mid_run_ends_every_hosts_run_as_aborted(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    names = ["q1", "q2"]
+    llm.default = scripted(["[CMD] echo one", "[DONE] fine"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        await until(pilot, waiting_on(app, "echo one", 2), "echo waiting on 2 hosts")
+        screen = fleet_screen(app)
+        thread = screen.thread
+        await pilot.press("ctrl+q")
+    # The app waited for the fleet's thread: every host's transcript is closed, as aborted.
+    assert not thread.running
+    for name in names:
+        events = read_transcript(screen.controller.run_dir / f"{name}.jsonl")
+        assert events[-1].type == "result" and events[-1].status == "aborted"
+
+
+async def test_closing_the_screen_while_a_view_is_built_leaves_the_app_drawing(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    names = ["c1", "c2", "c3"]
+    llm.default = scripted(["[DONE] fine"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        await until(pilot, fleet_done(app), "the summary")
+        screen = fleet_screen(app)
+        screen.show_host("c3")  # built while the screen goes
+        screen.action_close()
+        await until(pilot, lambda: app.screen is app.main, "back to the main screen")
+        await pilot.pause()
+        assert app._batch_count == 0

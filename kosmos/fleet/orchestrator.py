@@ -281,7 +281,12 @@ class Fleet:
             provider, operator = run.replay.provider, run.replay.operator
         session = self.make_session(SessionParts(run.spec, runner, provider, operator, emit))
         run.session = session
-        await session.run()
+        try:
+            await session.run()
+        finally:
+            # Its result is in `run.result`: a thousand finished hosts' histories and runners
+            # would only weigh on memory and on every garbage collection.
+            run.session = None
 
     def _emitter(self, run: HostRun, record: CanaryRecord | None) -> Emit:
         def emit(event: Event) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,16 @@ from textual.message import Message
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import Session
 from kosmos.errors import HostError, KosmosError
-from kosmos.events import CommandOutput, CommandStarted, Event
+from kosmos.events import (
+    CommandFinished,
+    CommandOutput,
+    CommandStarted,
+    Event,
+    LLMReply,
+    LLMRequest,
+    RunFinished,
+    parse_event,
+)
 from kosmos.fleet.approvals import (
     AnswerRequest,
     ApprovalBroker,
@@ -84,6 +94,18 @@ class OnScreen:
     reply: Callable[[Any, BaseException | None], None]
 
 
+def _slim(event: Event) -> Event:
+    """`event` as a view built later shows it: without the texts a view never shows (what the
+    LLM was sent and answered, a command's output that `HostFeed.kept` already holds)."""
+    if isinstance(event, LLMRequest):
+        return event.model_copy(update={"new_messages": []})
+    if isinstance(event, LLMReply):
+        return event.model_copy(update={"content": "", "tool_calls": [], "usage": None})
+    if isinstance(event, CommandFinished):
+        return event.model_copy(update={"output": "", "sent_to_llm": ""})
+    return event
+
+
 class HostFeed:
     """One host of the fleet on the screen's side: its story as data, and its view if shown."""
 
@@ -91,7 +113,9 @@ class HostFeed:
         self.name = name
         # Runs a function in the fleet's loop (the stop key); replaced when the fleet starts.
         self.call = call
-        self.events: list[Event] = []
+        # The host's events, slimmed, as JSON: a thousand hosts' stories stay small until one
+        # is shown.
+        self._story: list[str] = []
         self.kept: dict[int, str] = {}
         self.view: RunView | None = None
         self.output = StepOutputs()
@@ -99,6 +123,11 @@ class HostFeed:
         self.session: Session | None = None
         self.asking: Ask | None = None
         self._wrap: Callable[[Any], Any] = lambda value: value
+
+    @property
+    def events(self) -> list[Event]:
+        """The host's events so far (as a view built now gets them)."""
+        return [parse_event(json.loads(line)) for line in self._story]
 
     # -- the view -------------------------------------------------------------------------
 
@@ -155,7 +184,9 @@ class HostFeed:
             if view is not None and self.output.feed(event.step, event.text):
                 view.post_message(OutputReady(event.step))
             return
-        self.events.append(event)
+        self._story.append(_slim(event).model_dump_json())
+        if isinstance(event, RunFinished):
+            self.session = None  # let go of the finished run (the fleet has too)
         if view is not None:
             view.post_message(EngineEvent(event))
 

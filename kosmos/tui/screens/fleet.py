@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +28,7 @@ from kosmos.fleet.orchestrator import HostRun
 from kosmos.fleet.targets import HostSpec
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_feed import Ask, Asked, HostFeed, OnScreen, Waiting
+from kosmos.tui.fleet_host_view import HostView
 from kosmos.tui.fleet_runs import FleetController, FleetSpec, RunnerFactory
 from kosmos.tui.fleet_thread import FleetThread, Outbox
 from kosmos.tui.messages import RunStateChanged
@@ -94,8 +94,12 @@ class FleetScreen(Screen[None]):
         self.controller: FleetController | None = None
         self.thread: FleetThread | None = None
         self.outbox = Outbox(lambda: None)
-        self.view: RunView | None = None
-        self.shown_host: str | None = None
+        self.host_view = HostView(
+            lambda: self.query_one("#fleet-hosts", Vertical),
+            self.feeds,
+            lambda host: f"{spec.skill.name} @ {host}",
+            self._refresh_keys,
+        )
         self.canary = spec.canary
         self.finished = False
         # What the table shows until the operator starts the fleet.
@@ -103,7 +107,6 @@ class FleetScreen(Screen[None]):
         self._live = False
         self._ticker: Timer | None = None
         self._show_timer: Timer | None = None
-        self._view_ids = itertools.count(1)
         self._offered: tuple[bool, ...] = ()
 
     def _title(self) -> str:
@@ -310,38 +313,33 @@ class FleetScreen(Screen[None]):
         self._refresh_keys()
 
     async def on_unmount(self) -> None:
+        self.host_view.close()
         # Closed mid-run (the app quits): every host's run ends as aborted, transcripts closed.
         if self.thread is not None and self.thread.running:
             await self.thread.stop()
 
     # -- hosts ----------------------------------------------------------------------------
 
+    @property
+    def view(self) -> RunView | None:
+        """The run view on screen (of `shown_host`)."""
+        return self.host_view.view
+
+    @property
+    def shown_host(self) -> str | None:
+        return self.host_view.host
+
     def show_host(self, host: str, *, focus: bool = False) -> None:
-        """Show `host`'s run under the table (built now from its events), focus what it waits
+        """Show `host`'s run under the table (built from its events), and focus what it waits
         on if asked to."""
-        feed = self.feeds.get(host)
-        if feed is None:
-            return
         if self._show_timer is not None:
             self._show_timer.stop()
             self._show_timer = None
-        view = self.view
-        if view is None or host != self.shown_host:
-            if view is not None and self.shown_host is not None:
-                self.feeds[self.shown_host].detach()
-                view.remove()
-            title = f"{self.spec.skill.name} @ {host}"
-            view = RunView(title, id=f"fleet-run-{next(self._view_ids)}")
-            self.query_one("#fleet-hosts", Vertical).mount(view)
-            feed.attach(view)
-            self.view, self.shown_host = view, host
-        if focus:
-            view.focus()
-            view.call_after_refresh(view.focus_pending)
+        self.host_view.show(host, focus=focus)
 
     @on(FleetTable.Highlighted)
     def _row_highlighted(self, message: FleetTable.Highlighted) -> None:
-        if not self.table.has_focus or message.host == self.shown_host:
+        if not self.table.has_focus or message.host in (self.shown_host, self.host_view.coming):
             return
         if self._show_timer is not None:
             self._show_timer.stop()
