@@ -15,6 +15,7 @@ from kosmos.tui.app import KosmosApp
 from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.fleet_approval import FleetSummary
+from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.steps import DoneCard
 from tests.conftest import run_cli
 from tests.fleethelpers import Hosts, host_dirs, scripted
@@ -55,11 +56,14 @@ def waiting_on(app: KosmosApp, command: str, count: int):  # noqa: ANN201
         if not isinstance(screen, FleetScreen):
             return False
         bar = screen.bar
+        focused = app.focused
         return (
             bar.request is not None
             and bar.request.proposal.command == command
             and len(bar.hosts) == count
-            and app.focused is not None
+            # The asking host's step has the focus (its view is built, then the step asks).
+            and isinstance(focused, CmdStep)
+            and focused.awaiting
         )
 
     return check
@@ -67,6 +71,17 @@ def waiting_on(app: KosmosApp, command: str, count: int):  # noqa: ANN201
 
 def fleet_done(app: KosmosApp):  # noqa: ANN201
     return lambda: isinstance(app.screen, FleetScreen) and bool(app.screen.query(FleetSummary))
+
+
+async def shown(pilot: Pilot, screen: FleetScreen, host: str) -> RunView:
+    """`host`'s run view, built from its events once the run has ended (its done card)."""
+    screen.show_host(host)
+
+    def built() -> bool:
+        return screen.shown_host == host and screen.view.result is not None
+
+    await until(pilot, built, f"{host}'s run view built")
+    return screen.view
 
 
 async def test_run_on_all_approves_every_host_and_the_table_follows(
@@ -89,7 +104,7 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
         await until(pilot, fleet_done(app), "the summary")
         assert [screen.table.state_of(n) for n in names] == ["done"] * 3
         for name in names:
-            view = screen.views[name]
+            view = await shown(pilot, screen, name)
             assert [s.state for s in view.cmd_steps.values()] == ["ok", "ok"]
             assert view.query_one(DoneCard).result.status == "done"
         summary = screen.query_one(FleetSummary)
@@ -131,7 +146,8 @@ async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, hom
         await pilot.press("enter")
         await until(pilot, waiting_on(app, "cat code", 1), "the other host asked on its own")
         assert screen.bar.request.proposal.host == other
-        assert not screen.bar.query_one("#run-all", Button).display
+        # One host waits: `A` would still run it there and on any host that proposes it later.
+        assert screen.bar.query_one("#run-all", Button).label.plain == "Run on all 1 (A)"
         await pilot.press("s")
         await until(pilot, fleet_done(app), "the summary")
         # Open the first host's view from the table: its output is there.
@@ -139,10 +155,11 @@ async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, hom
         screen.table.move_cursor(row=names.index(asking))
         await pilot.press("enter")
         await until(pilot, lambda: screen.shown_host == asking, "the host's view")
-        view = screen.views[asking]
+        await until(pilot, lambda: screen.view.result is not None, "its run shown")
+        view = screen.view
         assert view.display and view.cmd_steps[1].state == "ok"
         assert "0" in "\n".join(view.cmd_steps[1].query_one("#output").lines)
-        assert screen.views[other].cmd_steps[1].state == "skipped"
+        assert (await shown(pilot, screen, other)).cmd_steps[1].state == "skipped"
         assert screen.table.state_of(asking) == "done"
 
 
@@ -164,7 +181,7 @@ async def test_a_dangerous_command_is_asked_per_host_with_its_name(
         await pilot.pause()
         assert screen.bar.request is not None and screen.bar.request.proposal.host == first
         await pilot.press("enter")
-        confirm = screen.views[first].cmd_steps[1].query_one("#confirm-input", Input)
+        confirm = screen.view.cmd_steps[1].query_one("#confirm-input", Input)
         await until(pilot, lambda: app.focused is confirm, "the host name asked")
         second = next(n for n in names if n != first)
         await pilot.press(*second, "enter")  # the other host's name does not count here
@@ -174,17 +191,17 @@ async def test_a_dangerous_command_is_asked_per_host_with_its_name(
             return bar.request is not None and bar.request.proposal.host == second
 
         await until(pilot, second_asked, "the second host asked on its own")
-        refused = screen.views[first].cmd_steps[1]
-        assert f"'{second}' was typed" in str(refused.query_one("#error").render())
         await until(pilot, lambda: isinstance(app.focused, CmdStep), "its step focused")
         await pilot.press("enter")
-        confirm = screen.views[second].cmd_steps[1].query_one("#confirm-input", Input)
+        confirm = screen.view.cmd_steps[1].query_one("#confirm-input", Input)
         await until(pilot, lambda: app.focused is confirm, "the host name asked again")
         await pilot.press(*second, "enter")
         await until(pilot, fleet_done(app), "the summary")
         # Refused by the engine on the first host; run on the second, whose name was typed.
+        refused = (await shown(pilot, screen, first)).cmd_steps[1]
+        assert f"'{second}' was typed" in str(refused.query_one("#error").render())
         assert str(refused.query_one("#state").render()) == "refused"
-        ran = str(screen.views[second].cmd_steps[1].query_one("#state").render())
+        ran = str((await shown(pilot, screen, second)).cmd_steps[1].query_one("#state").render())
         assert ran.startswith("exit "), ran
 
 
@@ -206,8 +223,10 @@ async def test_one_answer_for_every_host_asking(llm: ScriptedLLM, home: Path) ->
         assert screen.bar.answer_all
         await pilot.press(*"8080", "enter")
         await until(pilot, fleet_done(app), "the summary")
-        asked = [v for v in screen.views.values() if v.asks]
-        assert len(asked) == 1  # one host showed the question; the others got its answer
+        # One host showed the question; the others got its answer.
+        asked = [f.name for f in screen.feeds.values() if any(e.type == "answer" for e in f.events)]
+        assert len(asked) == 3
+        assert len([v for v in screen.query(RunView) if v.asks]) == 1
     answers = [r.last_user_text for r in llm.requests if r.last_user_text.startswith("User")]
     assert len(answers) == 3 and all(a.startswith("User response: 8080") for a in answers)
 

@@ -41,8 +41,8 @@ async def test_the_canary_picked_by_key_runs_first_and_the_others_replay_it(
         assert bindings(screen)["Start"] and bindings(screen)["Canary"]
         screen.table.move_cursor(row=1)
         await pilot.press("c")
-        assert screen.table.get_row("web2")[0] == "web2 (canary)"
-        assert screen.table.get_row("web1")[0] == "web1"
+        assert screen.table.cells_of("web2")[0] == "web2 (canary)"
+        assert screen.table.cells_of("web1")[0] == "web1"
         title = str(screen.query_one("#fleet-title").render())
         assert "canary web2 first" in title
         await pilot.press("ctrl+r")
@@ -78,11 +78,11 @@ async def test_a_canary_from_the_flag_that_is_not_done_skips_the_others(
     app.config.settings = app.config.settings.model_copy(update={"max_steps": 1})
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_fleet(pilot, app)
-        assert screen.table.get_row("web3")[0] == "web3 (canary)"
+        assert screen.table.cells_of("web3")[0] == "web3 (canary)"
         # c on the canary itself: no canary; again: web3 is the canary once more.
         screen.table.move_cursor(row=2)
         await pilot.press("c")
-        assert screen.canary is None and screen.table.get_row("web3")[0] == "web3"
+        assert screen.canary is None and screen.table.cells_of("web3")[0] == "web3"
         await pilot.press("c")
         assert screen.canary == "web3"
         await pilot.press("ctrl+r")

@@ -12,7 +12,7 @@ from kosmos.tui.hostlist import host_choices
 from kosmos.tui.screens.modals import HostKeyModal
 from tests.llmserver import ScriptedLLM
 from tests.sshserver import InProcessSSHServer, write_client_home
-from tests.test_tui_fleet import fleet_done, fleet_screen, start_fleet, waiting_on
+from tests.test_tui_fleet import fleet_done, fleet_screen, shown, start_fleet, waiting_on
 from tests.tuihelpers import make_app, until
 
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
@@ -55,6 +55,7 @@ async def test_a_fleet_over_ssh_trusts_the_key_in_a_modal_and_runs_on_all(
         screen = fleet_screen(app)
         assert screen.controller.result.counts == {"done": 2}
         for name in names:
-            output = "\n".join(screen.views[name].cmd_steps[1].query_one("#output").lines)
+            view = await shown(pilot, screen, name)
+            output = "\n".join(view.cmd_steps[1].query_one("#output").lines)
             assert "over-ssh" in output
     assert f"[127.0.0.1]:{port}" in (ssh_home / ".ssh" / "known_hosts").read_text()

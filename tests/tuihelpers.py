@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from textual.app import App
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
@@ -125,6 +126,19 @@ def finished(app: KosmosApp) -> Callable[[], bool]:
 async def settle(pilot: Pilot) -> None:
     await pilot.pause()
     await asyncio.sleep(0)
+
+
+def running_timers(app: App[object]) -> list[str]:
+    """Every timer of the app's nodes (app, screens, widgets) that is neither stopped nor
+    paused, as `Node#id:timer name`: what keeps waking the app up when nothing happens."""
+    nodes = [app, *(n for s in app.screen_stack for n in s.walk_children(with_self=True))]
+    found = []
+    for node in nodes:
+        for timer in list(node._timers):
+            task = timer._task
+            if task is not None and not task.done() and timer._active.is_set():
+                found.append(f"{type(node).__name__}#{node.id}:{timer.name}")
+    return found
 
 
 def processes_running(command: str) -> list[int]:

@@ -314,7 +314,12 @@ class Fleet:
         if run.replay is not None:
             run.replay.attach(session)
         run.session = session
-        await session.run()
+        try:
+            await session.run()
+        finally:
+            # Its result is in `run.result`: a thousand finished hosts' histories and runners
+            # would only weigh on memory and on every garbage collection.
+            run.session = None
 
     def _emitter(self, run: HostRun, record: CanaryRecord | None) -> Emit:
         def emit(event: Event) -> None:

@@ -1,34 +1,21 @@
-"""One skill on many hosts from the TUI: the fleet's parts, each host's feed, the fleet's desk.
+"""One skill on many hosts from the TUI: what the operator started and the fleet's parts.
 
-The fleet core (`kosmos.fleet`) runs a session per host; here each host gets a `HostFeed` that
-plays, for that host's `RunView`, the parts a single run's controller and operator play: the
-batched output tail, the stop key, and the decision the view hands back.
+The fleet core (`kosmos.fleet`) runs a session per host. `FleetController.run` runs in the
+fleet's own thread (`fleet_thread`); each host's events, and each question for the operator,
+reach the screen through its `Outbox` (`fleet_feed`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from textual.message import Message
-from textual.message_pump import MessagePump
 
 from kosmos.config import Settings
-from kosmos.engine.operator import Approval
 from kosmos.engine.session import Session
-from kosmos.errors import HostError, KosmosError
-from kosmos.events import CommandOutput, Event, Notice
-from kosmos.fleet.approvals import (
-    AnswerRequest,
-    ApprovalBroker,
-    ApprovalRequest,
-    FleetAnswer,
-    FleetApproval,
-)
+from kosmos.events import Event, Notice
+from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import DEFAULT_FORKS, Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished
@@ -42,14 +29,8 @@ from kosmos.prompts import Prompts
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
-from kosmos.tui.messages import (
-    ApprovalNeeded,
-    EngineEvent,
-    OutputReady,
-    QuestionNeeded,
-    RetryNeeded,
-)
-from kosmos.tui.output import StepOutputs
+from kosmos.tui.fleet_feed import HostFeed, TuiFleetDesk
+from kosmos.tui.fleet_thread import Outbox
 
 RunnerFactory = Callable[[HostSpec], Runner]
 
@@ -67,125 +48,6 @@ class FleetSpec:
     canary: str | None = None
 
 
-class HostFeed:
-    """One host of the fleet as its `RunView` sees it: the controller and the operator."""
-
-    def __init__(self, name: str, view: MessagePump) -> None:
-        self.name = name
-        self.view = view
-        self.output = StepOutputs()
-        self.session: Session | None = None
-        self._pending: asyncio.Future[Any] | None = None
-        self._wrap: Callable[[Any], Any] = lambda value: value
-
-    # -- what RunView and the screen call ------------------------------------------------
-
-    @property
-    def command_running(self) -> bool:
-        return self.session is not None and self.session.command_running
-
-    def stop_command(self) -> bool:
-        return self.session is not None and self.session.stop_command()
-
-    @property
-    def waiting(self) -> bool:
-        return self._pending is not None and not self._pending.done()
-
-    def resolve(self, value: Any) -> bool:
-        """The view's answer (an Approval, a text, a bool), for this host only."""
-        return self.settle(self._wrap(value))
-
-    def settle(self, result: Any) -> bool:
-        """Give the awaited result as the desk returns it (a FleetApproval for all hosts)."""
-        if not self.waiting:
-            return False
-        assert self._pending is not None
-        self._pending.set_result(result)
-        return True
-
-    # -- what the fleet calls --------------------------------------------------------------
-
-    def emit(self, event: Event) -> None:
-        if isinstance(event, CommandOutput):
-            # Batched as in a single run: one queued message per burst, not per chunk.
-            if self.output.feed(event.step, event.text):
-                self.view.post_message(OutputReady(event.step))
-            return
-        self.view.post_message(EngineEvent(event))
-
-    async def ask(self, message: Message, wrap: Callable[[Any], Any]) -> Any:
-        self._pending = asyncio.get_running_loop().create_future()
-        self._wrap = wrap
-        self.view.post_message(message)
-        try:
-            return await self._pending
-        finally:
-            self._pending = None
-
-
-class TuiFleetDesk:
-    """The broker's front end in the TUI: each question goes to the asking host's run view;
-    `on_request` tells the fleet screen what waits (for "Run on all N", "answer all")."""
-
-    def __init__(
-        self,
-        feeds: dict[str, HostFeed],
-        prompter: HostPrompter,
-        redactor: Redactor,
-        on_request: Callable[[ApprovalRequest | AnswerRequest | str | None], None],
-        answer_all: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.feeds = feeds
-        self.prompter = prompter
-        self.redactor = redactor
-        self.on_request = on_request
-        # Read when the operator answers: the same answer for every host asking it?
-        self.answer_all = answer_all
-        self.current: ApprovalRequest | None = None
-
-    async def decide(self, request: ApprovalRequest) -> FleetApproval:
-        feed = self.feeds[request.proposal.host]
-        self.current = request
-        self.on_request(request)
-        try:
-            return await feed.ask(ApprovalNeeded(request.proposal), lambda a: FleetApproval(a))
-        finally:
-            self.current = None
-            self.on_request(None)
-
-    def run_on_all(self) -> bool:
-        """Run the waiting command on every host proposing it; never for a dangerous one."""
-        request = self.current
-        if request is None or request.dangerous:
-            return False
-        return self.feeds[request.proposal.host].settle(FleetApproval(Approval.run(), "all"))
-
-    async def answer(self, request: AnswerRequest) -> FleetAnswer:
-        feed = self.feeds[request.host]
-        self.on_request(request)
-
-        def scoped(value: str | None) -> FleetAnswer:
-            several = len(request.hosts) > 1
-            return FleetAnswer(value, "all" if several and self.answer_all() else "host")
-
-        try:
-            return await feed.ask(QuestionNeeded(request.question), scoped)
-        finally:
-            self.on_request(None)
-
-    async def ask_secret(self, host: str, prompt: str) -> str | None:
-        return await self.prompter.ask_secret(f"{host}: {prompt}")
-
-    async def retry(self, host: str, error: KosmosError) -> bool:
-        kind = "host" if isinstance(error, HostError) else "LLM"
-        reason = RetryNeeded(self.redactor(str(error)), kind)
-        self.on_request(host)
-        return bool(await self.feeds[host].ask(reason, bool))
-
-    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
-        return await self.prompter.confirm_host_key(host, key_type, fingerprint)
-
-
 @dataclass
 class FleetController:
     """Owns one fleet run: its sessions, the broker, the transcripts in one run directory."""
@@ -196,7 +58,7 @@ class FleetController:
     prompter: HostPrompter
     redactor: Redactor
     feeds: dict[str, HostFeed]
-    on_request: Callable[[ApprovalRequest | AnswerRequest | str | None], None]
+    outbox: Outbox
     answer_all: Callable[[], bool] = lambda: False
     open_runner: RunnerFactory | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -213,19 +75,17 @@ class FleetController:
     passphrases: Passphrases = field(default_factory=Passphrases)
 
     def __post_init__(self) -> None:
-        self.desk = TuiFleetDesk(
-            self.feeds, self.prompter, self.redactor, self.on_request, self.answer_all
-        )
+        self.desk = TuiFleetDesk(self.outbox, self.prompter, self.redactor, self.answer_all)
         self.broker = ApprovalBroker(self.desk)
+        self.desk.broker = self.broker
 
     def _runner(self, spec: HostSpec) -> Runner:
         if self.open_runner is not None:
             return self.open_runner(spec)
         assert self.broker is not None
-        feed = self.feeds[spec.name]
 
         def notify(message: str) -> None:
-            feed.emit(Notice(message=self.redactor(message), host=spec.name))
+            self.outbox.put(Notice(message=self.redactor(message), host=spec.name))
 
         return make_runner(
             spec.target,
@@ -237,7 +97,8 @@ class FleetController:
         )
 
     async def run(self) -> FleetFinished:
-        """Run every host to its end; each host's events reach its file and its run view."""
+        """Run every host to its end; each host's events reach its file and the screen.
+        (In the fleet's thread.)"""
         spec, settings = self.spec, self.settings
         assert settings.transcript_dir is not None and self.broker is not None
         self.run_dir = fleet_run_dir(settings, spec.skill.name, self.run_id)
@@ -260,7 +121,7 @@ class FleetController:
         def on_event(event: Event) -> None:
             recorder(event)
             if event.host is not None and event.host in self.feeds:
-                self.feeds[event.host].emit(event)
+                self.outbox.put(event)
 
         def make_session(parts: SessionParts) -> Session:
             session = sessions(parts)

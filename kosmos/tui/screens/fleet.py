@@ -1,7 +1,14 @@
-"""The fleet screen: one skill on several hosts, a live table, any host's run view below it."""
+"""The fleet screen: one skill on several hosts, a live table, the selected host's run below it.
+
+The fleet runs in a thread of its own; this screen drains what it sends in batches, redraws the
+table's rows in view four times a second, and builds a host's run view only when the host is
+shown, from the events its `HostFeed` keeps.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -9,16 +16,21 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, DataTable, Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.timer import Timer
+from textual.widgets import Footer, Static
 
+from kosmos.events import Event
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.orchestrator import HostRun
 from kosmos.fleet.targets import HostSpec
 from kosmos.skills.model import Skill
-from kosmos.tui.fleet_runs import FleetController, FleetSpec, HostFeed, RunnerFactory
+from kosmos.tui.fleet_feed import Ask, Asked, HostFeed, OnScreen, Waiting
+from kosmos.tui.fleet_host_view import HostView
+from kosmos.tui.fleet_runs import FleetController, FleetSpec, RunnerFactory
+from kosmos.tui.fleet_thread import FleetThread, Outbox
 from kosmos.tui.messages import RunStateChanged
 from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.fleet_approval import ApprovalBar, FleetSummary, RunOnAll
@@ -29,15 +41,30 @@ from kosmos.tui.widgets.steps import Note
 if TYPE_CHECKING:
     from kosmos.tui.widgets.sidebar import Sidebar
 
-# The table is redrawn at most this often (seconds): 50 busy hosts stay cheap to show.
+# The table's rows in view are redrawn this often (seconds) while the fleet runs.
 REDRAW_S = 0.25
+# A host highlighted in the table is shown once the cursor has rested on it this long: holding
+# a key down through a thousand hosts builds no thousand run views.
+SHOW_AFTER_S = 0.5
+
+
+class FleetNews(Message):
+    """The fleet's outbox has something (one message per batch, however many items)."""
 
 
 @dataclass
-class ApprovalWaiting(Message):
-    """The broker asks about a command, a question, a host's error (None: nothing waits)."""
+class FleetEnded(Message):
+    """The fleet's thread has ended: with its result, or with `error`."""
 
-    request: ApprovalRequest | AnswerRequest | str | None
+    error: BaseException | None
+
+
+@dataclass
+class Released(Message):
+    """`A` released `count` hosts waiting on `command` (the fleet's answer)."""
+
+    command: str
+    count: int
 
 
 class FleetScreen(Screen[None]):
@@ -63,13 +90,24 @@ class FleetScreen(Screen[None]):
         self.spec = spec
         self.parts = parts
         self.open_runner = open_runner
-        self.views: dict[str, RunView] = {}
-        self.feeds: dict[str, HostFeed] = {}
+        self.feeds = {h.name: HostFeed(h.name) for h in spec.hosts}
         self.controller: FleetController | None = None
-        self.shown_host: str | None = None
+        self.thread: FleetThread | None = None
+        self.outbox = Outbox(lambda: None)
+        self.host_view = HostView(
+            lambda: self.query_one("#fleet-hosts", Vertical),
+            self.feeds,
+            lambda host: f"{spec.skill.name} @ {host}",
+            self._refresh_keys,
+        )
         self.canary = spec.canary
+        self.finished = False
         # What the table shows until the operator starts the fleet.
         self._ready = [HostRun(h, canary=h.name == spec.canary) for h in spec.hosts]
+        self._live = False
+        self._ticker: Timer | None = None
+        self._show_timer: Timer | None = None
+        self._offered: tuple[bool, ...] = ()
 
     def _title(self) -> str:
         spec = self.spec
@@ -87,15 +125,10 @@ class FleetScreen(Screen[None]):
         return self.controller is not None
 
     def compose(self) -> ComposeResult:
-        spec = self.spec
         yield Static(self._title(), id="fleet-title", markup=False)
         yield FleetTable()
         yield ApprovalBar()
-        with ContentSwitcher(id="fleet-hosts"):
-            for i, host in enumerate(spec.hosts):
-                view = RunView(f"{spec.skill.name} @ {host.name}", id=f"fleet-host-{i}")
-                self.views[host.name] = view
-                yield view
+        yield Vertical(id="fleet-hosts")
         yield Footer()
 
     @property
@@ -107,21 +140,25 @@ class FleetScreen(Screen[None]):
         return self.query_one(ApprovalBar)
 
     def on_mount(self) -> None:
-        for name, view in self.views.items():
-            feed = HostFeed(name, view)
-            view.controller = feed  # type: ignore[assignment]
-            view.operator = feed  # type: ignore[assignment]
-            self.feeds[name] = feed
+        self.table.set_runs(self._ready)
         self.show_host(self.spec.hosts[0].name)
         self.table.focus()
-        self._redraw()
-        self.set_interval(REDRAW_S, self._redraw)
 
     def action_start(self) -> None:
         """Start every host (the canary alone first, when there is one)."""
         if self.started:
             return
         parts = self.parts
+        loop = asyncio.get_running_loop()
+
+        def wake() -> None:  # the fleet's thread: one drain per batch
+            with contextlib.suppress(RuntimeError):  # the app's loop has closed
+                loop.call_soon_threadsafe(self.post_message, FleetNews())
+
+        self.outbox = Outbox(wake)
+        self.thread = thread = FleetThread()
+        for feed in self.feeds.values():
+            feed.call = thread.call
         self.controller = FleetController(
             spec=replace(self.spec, canary=self.canary),
             settings=parts.config.settings,
@@ -129,15 +166,19 @@ class FleetScreen(Screen[None]):
             prompter=parts.prompter,
             redactor=parts.new_redactor(),
             feeds=self.feeds,
-            on_request=lambda request: self.post_message(ApprovalWaiting(request)),
+            outbox=self.outbox,
             answer_all=lambda: self.bar.answer_all,
             open_runner=self.open_runner,
             passphrases=parts.pool.passphrases,
         )
+
+        def ended(error: BaseException | None) -> None:  # the fleet's thread, at its end
+            self.outbox.put(FleetEnded(error))
+
+        thread.start(self.controller.run, ended)
         self.query_one("#fleet-title", Static).update(self._title())
-        self.run_worker(self.controller.run(), group="fleet", exit_on_error=False)
-        self._redraw()
-        self.refresh_bindings()
+        self._ticker = self.set_interval(REDRAW_S, self._redraw)
+        self._refresh_keys()
 
     def action_canary(self) -> None:
         """The highlighted host becomes the canary (again on the canary: no canary)."""
@@ -148,13 +189,56 @@ class FleetScreen(Screen[None]):
         for run in self._ready:
             run.canary = run.name == self.canary
         self.query_one("#fleet-title", Static).update(self._title())
-        self._redraw()
+        self.table.tick()
         if self.canary is None:
             self.notify("no canary: every host starts at once")
         else:
             self.notify(f"canary: {host} runs first; the others follow only if it is done")
 
-    # -- live state -----------------------------------------------------------------------
+    # -- what the fleet sends ---------------------------------------------------------------
+
+    @on(FleetNews)
+    def _news(self) -> None:
+        for item in self.outbox.drain():
+            if isinstance(item, Event):
+                self.feeds[item.host or ""].take(item)
+            elif isinstance(item, Ask):
+                self.feeds[item.host].ask(item)
+            elif isinstance(item, Asked):
+                self.feeds[item.host].asked(item)
+            elif isinstance(item, Waiting):
+                self._waiting(item.request)
+            elif isinstance(item, OnScreen):
+                self.run_worker(self._on_screen(item), group="fleet-modal")
+            elif isinstance(item, Released):
+                self.notify(
+                    f"`{item.command}`: released {item.count} waiting host(s); "
+                    "hosts that propose it later run it unasked"
+                )
+            elif isinstance(item, FleetEnded):
+                self._finished(item.error)
+
+    async def _on_screen(self, item: OnScreen) -> None:
+        try:
+            value = await item.make()
+        except Exception as e:  # noqa: BLE001 - handed back to the host that asked
+            item.reply(None, e)
+        else:
+            item.reply(value, None)
+
+    def _waiting(self, request: ApprovalRequest | AnswerRequest | str | None) -> None:
+        if isinstance(request, str):
+            # A host's error card waits on Retry: show that host.
+            self.show_host(request, focus=True)
+        elif isinstance(request, AnswerRequest):
+            self.bar.ask(request)
+            self.show_host(request.host, focus=True)
+        else:
+            self.bar.show(request, self._waiting_hosts(request) if request else ())
+            if request is not None:
+                # The asking host's run view comes up, its command step focused.
+                self.show_host(request.proposal.host, focus=True)
+        self._refresh_keys()
 
     @property
     def fleet_runs(self) -> list[HostRun]:
@@ -162,7 +246,13 @@ class FleetScreen(Screen[None]):
         return list(fleet.runs.values()) if fleet else self._ready
 
     def _redraw(self) -> None:
-        self.table.update_runs(self.fleet_runs)
+        fleet = self.controller.fleet if self.controller else None
+        if fleet is not None and not self._live:
+            # The fleet's own live state, once its thread has built it.
+            self._live = True
+            self.table.set_runs(list(fleet.runs.values()))
+        self.table.tick()
+        self._refresh_keys()  # a command may have started or ended on the host shown
         bar = self.bar
         if bar.question is not None and bar.question.hosts != bar.hosts:
             bar.ask(bar.question)
@@ -170,7 +260,7 @@ class FleetScreen(Screen[None]):
             hosts = self._waiting_hosts(bar.request)
             if hosts != bar.hosts:
                 bar.show(bar.request, hosts)
-                self.refresh_bindings()
+                self._refresh_keys()
 
     def _waiting_hosts(self, request: ApprovalRequest) -> tuple[str, ...]:
         """The hosts waiting on the request's command right now (more may have come)."""
@@ -184,71 +274,80 @@ class FleetScreen(Screen[None]):
                 return tuple(h for h in self.feeds if h in waiting) or request.hosts
         return request.hosts
 
-    @on(ApprovalWaiting)
-    def _approval_waiting(self, message: ApprovalWaiting) -> None:
-        request = message.request
-        if isinstance(request, str):
-            # A host's error card waits on Retry: show that host.
-            self.show_host(request, focus=True)
-        elif isinstance(request, AnswerRequest):
-            self.bar.ask(request)
-            self.show_host(request.host, focus=True)
-        else:
-            self.bar.show(request, self._waiting_hosts(request) if request else ())
-            if request is not None:
-                # The asking host's run view comes up, its command step focused.
-                self.show_host(request.proposal.host, focus=True)
-        self.refresh_bindings()
-
     @on(RunStateChanged)
     def _run_state(self, message: RunStateChanged) -> None:
         message.stop()
-        self.refresh_bindings()
+        self._refresh_keys()
 
-    @on(Worker.StateChanged)
-    def _worker_state(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker.group != "fleet":
-            return
-        if worker.state == WorkerState.ERROR:
-            error = self.parts.redactor(f"{worker.error!r}")
-            self.mount(Note(f"the fleet stopped on an internal error: {error}", "warn"), before=0)
-        if worker.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
-            self._finished()
+    def _refresh_keys(self) -> None:
+        """Refresh the footer's keys when what they offer has changed: the footer is built
+        anew each time, and a thousand hosts' events must not rebuild it each."""
+        feed = self.feeds.get(self.shown_host or "")
+        offered = (
+            self.started,
+            self.finished,
+            self.bar.can_run_all,
+            feed is not None and feed.command_running,
+        )
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()
 
-    def _finished(self) -> None:
-        controller = self.controller
-        if controller is None or controller.result is None or self.query(FleetSummary):
+    def _finished(self, error: BaseException | None) -> None:
+        if self.finished:
             return
+        self.finished = True
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
         self._redraw()
         self.bar.show(None)
-        canary = controller.spec.canary is not None
-        summary = FleetSummary(controller.result, controller.run_dir, canary=canary)
-        self.mount(summary, after=self.table)
-        self.refresh_bindings()
+        if error is not None and not isinstance(error, asyncio.CancelledError):
+            text = self.parts.redactor(f"{error!r}")
+            self.mount(Note(f"the fleet stopped on an internal error: {text}", "warn"), before=0)
+        controller = self.controller
+        if controller is not None and controller.result is not None:
+            canary = controller.spec.canary is not None
+            summary = FleetSummary(controller.result, controller.run_dir, canary=canary)
+            self.mount(summary, before="#fleet-hosts")
+        self._refresh_keys()
+
+    async def on_unmount(self) -> None:
+        self.host_view.close()
+        # Closed mid-run (the app quits): every host's run ends as aborted, transcripts closed.
+        if self.thread is not None and self.thread.running:
+            await self.thread.stop()
 
     # -- hosts ----------------------------------------------------------------------------
 
+    @property
+    def view(self) -> RunView | None:
+        """The run view on screen (of `shown_host`)."""
+        return self.host_view.view
+
+    @property
+    def shown_host(self) -> str | None:
+        return self.host_view.host
+
     def show_host(self, host: str, *, focus: bool = False) -> None:
-        """Show `host`'s run view under the table (and focus what it waits on)."""
-        view = self.views.get(host)
-        if view is None:
+        """Show `host`'s run under the table (built from its events), and focus what it waits
+        on if asked to."""
+        if self._show_timer is not None:
+            self._show_timer.stop()
+            self._show_timer = None
+        self.host_view.show(host, focus=focus)
+
+    @on(FleetTable.Highlighted)
+    def _row_highlighted(self, message: FleetTable.Highlighted) -> None:
+        if not self.table.has_focus or message.host in (self.shown_host, self.host_view.coming):
             return
-        self.shown_host = host
-        self.query_one("#fleet-hosts", ContentSwitcher).current = view.id
-        if focus:
-            view.focus()
-            view.call_after_refresh(view.focus_pending)
+        if self._show_timer is not None:
+            self._show_timer.stop()
+        self._show_timer = self.set_timer(SHOW_AFTER_S, lambda: self.show_host(message.host))
 
-    @on(DataTable.RowHighlighted, "#fleet-table")
-    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value is not None and self.table.has_focus:
-            self.show_host(str(event.row_key.value))
-
-    @on(DataTable.RowSelected, "#fleet-table")
-    def _row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.show_host(str(event.row_key.value), focus=True)
+    @on(FleetTable.Selected)
+    def _row_selected(self, message: FleetTable.Selected) -> None:
+        self.show_host(message.host, focus=True)
 
     # -- keys -----------------------------------------------------------------------------
 
@@ -261,15 +360,29 @@ class FleetScreen(Screen[None]):
             feed = self.feeds.get(self.shown_host or "")
             return feed is not None and feed.command_running
         if action == "close":
-            controller = self.controller
-            return controller is None or controller.result is not None
+            return self.controller is None or self.finished
         return True
 
     @on(RunOnAll)
     def action_run_all(self) -> None:
-        desk = self.controller.desk if self.controller else None
-        if desk is not None and self.bar.can_run_all and desk.run_on_all():
-            self.notify(f"running `{self.bar.request.proposal.command}` on every host asking it")
+        """Run the command in the bar on every host waiting on it, and on any that proposes it
+        later; the bar's host is answered at once."""
+        request, thread, controller = self.bar.request, self.thread, self.controller
+        if request is None or not self.bar.can_run_all or thread is None or controller is None:
+            return
+        desk = controller.desk
+        assert desk is not None
+        command, inferred = request.proposal.command, request.proposal.inferred
+        future = thread.submit(lambda: desk.run_on_all(command, inferred))
+
+        def released(done: object) -> None:  # the fleet's thread
+            with contextlib.suppress(Exception):
+                self.outbox.put(Released(command, future.result()))
+
+        future.add_done_callback(released)
+        # The bar's host is answered: its view offers nothing more.
+        self.bar.show(None)
+        self._refresh_keys()
 
     def action_open_host(self) -> None:
         host = self.table.highlighted_host
@@ -285,7 +398,7 @@ class FleetScreen(Screen[None]):
             self.notify(f"stopping the command on {feed.name} (its whole process tree)")
 
     def action_close(self) -> None:
-        if self.controller is None or self.controller.result is not None:
+        if self.controller is None or self.finished:
             self.dismiss(None)
 
     def running_commands(self) -> int:

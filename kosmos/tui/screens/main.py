@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from kosmos.engine.guard import visible
@@ -97,6 +97,16 @@ class MainScreen(Screen[None]):
             self.notify(str(e), severity="error", timeout=10)
             return
         self.sidebar.select_skill(skill)
+
+    def on_screen_suspend(self) -> None:
+        # A screen on top (a fleet's): a focused input here would blink unseen, waking the app
+        # twice a second for nothing.
+        for field in self.query(Input):
+            field.cursor_blink = False
+
+    def on_screen_resume(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = True
 
     # -- hosts and skills ---------------------------------------------------------------
 

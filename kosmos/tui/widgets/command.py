@@ -106,7 +106,7 @@ class CmdStep(Vertical):
             risk.update(visible(" · ".join(notes)))
             risk.set_class(True, "shown")
         self.query_one("#actions").set_class(True, "shown")
-        self.refresh_bindings()
+        self._keys_changed()
         self.focus_input()
 
     def focus_input(self) -> None:
@@ -133,7 +133,14 @@ class CmdStep(Vertical):
             self._set_state("skipped", "skipped")
         elif decision == "refused":
             self._set_state("refused", "failed")
-        self.refresh_bindings()
+        self._keys_changed()
+
+    def _keys_changed(self) -> None:
+        # The footer shows these keys only while the step has the focus; refreshing it costs a
+        # rebuild of the footer, which a fleet's run views, built from many events, would pay
+        # for every step.
+        if self.has_focus_within:
+            self.refresh_bindings()
 
     def started(self) -> None:
         self._started = time.monotonic()

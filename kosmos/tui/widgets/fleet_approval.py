@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Checkbox, Label, Static
 
@@ -79,7 +79,10 @@ class ApprovalBar(Vertical):
             hint = f"asked per host: type {p.host} in its run view to run it there, s skips"
         else:
             text = f"{n} host(s) wait on: $ {p.command}\n{listed}"
-            hint = f"enter runs on {p.host} only · s skips there · e edits there"
+            hint = (
+                f"A runs it on these {n} and on any host that proposes it later · "
+                f"enter runs on {p.host} only · s skips there · e edits there"
+            )
         # The command is the LLM's, the names are from files: drawn as they are.
         self.query_one("#approval-text", Static).update(visible(text))
         self.query_one("#approval-hint", Static).update(visible(hint))
@@ -90,7 +93,9 @@ class ApprovalBar(Vertical):
 
     @property
     def can_run_all(self) -> bool:
-        return self.request is not None and not self.request.dangerous and len(self.hosts) > 1
+        """A command that is not dangerous: `A` runs it on every host waiting on it now and
+        on every host that proposes it later (so with one host waiting too)."""
+        return self.request is not None and not self.request.dangerous
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -98,8 +103,9 @@ class ApprovalBar(Vertical):
             self.post_message(RunOnAll())
 
 
-class FleetSummary(Vertical):
-    """The end of a fleet run: one row per host, the counts, where the transcripts are."""
+class FleetSummary(VerticalScroll):
+    """The end of a fleet run: one row per host, the counts, where the transcripts are; it
+    scrolls in a bounded area, so the selected host's run stays in view below it."""
 
     def __init__(self, result: FleetFinished, run_dir: Path | None, *, canary: bool) -> None:
         css = "" if result.exit_code == 0 else "failed"

@@ -80,9 +80,15 @@ class RunView(VerticalScroll):
 
     # -- helpers ------------------------------------------------------------------------
 
+    @property
+    def gone(self) -> bool:
+        """Removed (or being removed, or the app is closing): what is still queued for it is
+        dropped; the transcript has every event all the same."""
+        return not self.is_attached or self._closing or self._pruning
+
     def _add(self, widget: Widget) -> AwaitMount | None:
-        if not self.is_attached or self._closing:
-            return None  # the app is closing: the transcript still gets every event
+        if self.gone:
+            return None
         at_end = self.is_vertical_scroll_end or self.max_scroll_y == 0
         mounted = self.mount(widget)
         if at_end:
@@ -140,6 +146,8 @@ class RunView(VerticalScroll):
 
     @on(ApprovalNeeded)
     async def _approval(self, message: ApprovalNeeded) -> None:
+        if self.gone:
+            return
         action = self.action_steps.get(message.proposal.step)
         if message.proposal.kind != "command" and action is not None:
             action.request(message.proposal)
@@ -151,6 +159,8 @@ class RunView(VerticalScroll):
 
     @on(QuestionNeeded)
     async def _question(self, message: QuestionNeeded) -> None:
+        if self.gone:
+            return
         widget = AskStep(message.question)
         self.asks[message.question.step] = widget
         mounted = self._add(widget)
@@ -160,6 +170,8 @@ class RunView(VerticalScroll):
 
     @on(RetryNeeded)
     async def _retry(self, message: RetryNeeded) -> None:
+        if self.gone:
+            return
         self._stop_thinking()
         widget = ErrorCard(message.reason, message.kind)
         mounted = self._add(widget)
@@ -186,7 +198,7 @@ class RunView(VerticalScroll):
         """Write the output of every step that has some waiting (a late timer finds it all)."""
         self._flush_scheduled = False
         self._last_flush = time.monotonic()
-        if self.controller is None:
+        if self.controller is None or self.gone:
             return
         output = self.controller.output
         for step in output.pending:
@@ -197,6 +209,8 @@ class RunView(VerticalScroll):
     @on(EngineEvent)
     async def _event(self, message: EngineEvent) -> None:  # noqa: C901 - one branch per event type
         event = message.event
+        if self.gone:
+            return
         if isinstance(event, RunStarted):
             if event.transcript:
                 title = self.query_one("#run-title", Static)

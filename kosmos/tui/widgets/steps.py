@@ -145,19 +145,20 @@ class Thinking(Static):
         self._timer: Timer | None = None
 
     def on_mount(self) -> None:
-        self._tick()
+        self._tick(layout=True)
         self._timer = self.set_interval(0.25, self._tick)
 
     def retrying(self, note: str) -> None:
         self.note = note
-        self._tick()
+        self._tick(layout=True)  # a note may take a second line
 
-    def _tick(self) -> None:
+    def _tick(self, layout: bool = False) -> None:
         elapsed = time.monotonic() - self._started
         frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
         frame = frames[int(elapsed * 4) % len(frames)]
         note = f" · {self.note}" if self.note else ""
-        self.update(f"{frame} thinking · step {self.step} · {elapsed:.1f} s{note}")
+        # Four times a second: the same line, redrawn in place (no layout of the screen).
+        self.update(f"{frame} thinking · step {self.step} · {elapsed:.1f} s{note}", layout=layout)
 
 
 class ErrorCard(Vertical):

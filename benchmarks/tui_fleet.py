@@ -1,0 +1,430 @@
+"""The TUI's fleet screen at 100 / 500 / 1,000 hosts beside headless `kosmos run` on the same fleet.
+
+N ~/.ssh/config aliases point at one OpenSSH sshd on loopback (started here, as root, like the
+tests' fixture; see benchmarks/fleet.py). A scripted LLM in its own process answers every
+request at once: `[CMD] hostname`, `[CMD] uptime`, `[CMD] df -P /`, then `[DONE]`.
+
+* headless: `kosmos run three --hosts 'h*' --forks F --non-interactive --yes` in a process of
+  its own (the reference);
+* TUI: `kosmos tui` in a process of its own, driven by Textual's Pilot at 200x50. Every frame
+  is rendered to terminal bytes as a terminal driver would (and thrown away). The script starts
+  the fleet and presses `A` as each command's approval bar appears; all along, it presses
+  `Down`/`Up` on the host table every 100 ms and times each key to the first frame that shows
+  the table's cursor on its new row.
+
+Printed for each size, each figure beside its aim: time to done (TUI: from the start key to
+the summary on screen; headless: the fleet's own duration), key latency while busy (p50, p95,
+max), the TUI's CPU use while idle after the run, `knowledge_timeout` notices in each side's
+transcripts, and each process's peak RSS.
+
+    sudo python benchmarks/tui_fleet.py [--sizes 100,500,1000] [--forks 100]
+    sudo python benchmarks/tui_fleet.py --sizes 500 --profile /tmp/tui.prof   # cProfile
+    (a --profile name ending in .yappi profiles every thread with yappi, far slower)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.fleet import COMMANDS, SKILL, llm_server, write_home  # noqa: E402
+
+SIZE = (200, 50)
+KEY_EVERY = 0.1  # seconds between two probe keys
+IDLE_S = 5.0  # how long the idle CPU is measured after the run
+
+
+# -- the TUI side, in a child process ---------------------------------------------------------
+
+
+def _child(args: argparse.Namespace) -> None:
+    figures = asyncio.run(_drive_tui(Path(args.home), Path(args.skills), args.forks, args.profile))
+    print(json.dumps(figures), flush=True)
+
+
+async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) -> dict[str, Any]:
+    from textual import events
+
+    from kosmos.config import load_settings
+    from kosmos.fleet.targets import resolve_hosts
+    from kosmos.hosts.sshconfig import SSHConfigFile, local_user
+    from kosmos.prompts import Prompts
+    from kosmos.tui.app import KosmosApp, TuiConfig
+    from kosmos.tui.screens.fleet import FleetScreen
+
+    env = dict(os.environ)
+    settings = load_settings({}, env=env, cwd=skills, home=home)
+    ssh_config = SSHConfigFile(home / ".ssh" / "config", local_user())
+    fleet = resolve_hosts([], "h*", inventory=None, ssh_config=ssh_config)
+    from kosmos.frontends.run import skill_library
+
+    config = TuiConfig(
+        settings=settings,
+        library=skill_library(settings, [skills], env, home),
+        prompts=Prompts.load(),
+        hosts=["local", *(h.name for h in fleet)],
+        fleet=list(fleet),
+        forks=forks,
+        skill="three",
+        env=env,
+        home=home,
+    )
+
+    class Probe(KosmosApp):
+        """The app, each frame rendered to terminal bytes and its time noted."""
+
+        frames: list[tuple[float, int | None]] = []
+
+        def _display(self, screen: Any, renderable: Any) -> None:
+            super()._display(screen, renderable)
+            if renderable is None or self._batch_count:
+                return
+            render = getattr(renderable, "render_segments", None)
+            if render is not None:
+                render(self.console)  # what a terminal driver writes
+            table = getattr(screen, "table", None) if isinstance(screen, FleetScreen) else None
+            row = table.cursor_row if table is not None and table.is_mounted else None
+            self.frames.append((time.perf_counter(), row))
+
+    app = Probe(config)
+    latencies: list[float] = []
+    figures: dict[str, Any] = {}
+    profiler = _start_profile(profile)
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.main.sidebar.marked or app.main.query_one("SkillPanel").skill is None:
+            await pilot.pause(0.05)
+        await pilot.press("ctrl+r")
+        while not isinstance(app.screen, FleetScreen):
+            await pilot.pause(0.02)
+        screen = app.screen
+        started = time.perf_counter()
+        cpu_started, ui_started = time.process_time(), time.thread_time()
+        await pilot.press("ctrl+r")
+        released: set[str] = set()
+
+        def done() -> bool:
+            # Not a DOM query: a query walks every widget of the screen, each time.
+            finished = getattr(screen, "finished", None)
+            if finished is None:  # before the screen said so (an older kosmos)
+                controller = screen.controller
+                return controller is not None and controller.result is not None
+            return bool(finished)
+
+        async def approve() -> None:
+            # `A` as soon as each command's bar appears (once per command).
+            while not done():
+                request = screen.bar.request
+                if request is not None and request.proposal.command not in released:
+                    released.add(request.proposal.command)
+                    app.post_message(events.Key("A", "A"))
+                await asyncio.sleep(0.02)
+
+        async def probe() -> None:
+            down = True
+            while not done():
+                table = screen.table
+                if not table.has_focus:
+                    app.post_message(events.Key("ctrl+t", None))
+                    await asyncio.sleep(0.05)
+                    continue
+                row = table.cursor_row
+                if row <= 0:
+                    down = True
+                elif row >= table.row_count - 1:
+                    down = False
+                want = row + (1 if down else -1)
+                sent = time.perf_counter()
+                app.post_message(events.Key("down" if down else "up", None))
+                while not done():
+                    shown = [t for t, r in app.frames if t > sent and r == want]
+                    if shown:
+                        latencies.append(shown[0] - sent)
+                        break
+                    if table.cursor_row != row and table.cursor_row != want:
+                        break  # moved by something else: not counted
+                    if not table.has_focus and time.perf_counter() - sent > 0.5:
+                        break  # the focus went to a host's view before the key was handled
+                    await asyncio.sleep(0.002)
+                del app.frames[:-50]
+                await asyncio.sleep(KEY_EVERY)
+
+        async def progress() -> None:
+            # Where the run is, every 5 s, on stderr (shown if the run fails or times out).
+            while not done():
+                await asyncio.sleep(5)
+                states = collections.Counter(run.state for run in screen.fleet_runs)
+                request = screen.bar.request
+                waiting = request.proposal.command if request else None
+                print(
+                    f"{time.perf_counter() - started:6.1f}s {dict(states)} bar: {waiting} "
+                    f"keys timed: {len(latencies)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        tasks = [asyncio.ensure_future(f()) for f in (approve, probe, progress)]
+        while not done():
+            await asyncio.sleep(0.05)
+        figures["done_s"] = time.perf_counter() - started
+        # CPU seconds of the whole process, and of the screen's thread alone, during the run.
+        figures["cpu_s"] = time.process_time() - cpu_started
+        figures["ui_cpu_s"] = time.thread_time() - ui_started
+        for task in tasks:
+            task.cancel()
+        _stop_profile(profiler, profile)
+        await asyncio.sleep(1.0)  # the last frames
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        await asyncio.sleep(IDLE_S)
+        figures["idle_cpu"] = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+        figures["timers"] = active_timers(app)
+        run_dir = screen.controller.run_dir
+        figures["result"] = screen.controller.result.counts
+        figures["fleet_s"] = screen.controller.result.duration_s
+        await pilot.press("ctrl+w")
+    figures["latencies"] = latencies
+    figures["run_dir"] = str(run_dir)
+    figures["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return figures
+
+
+def active_timers(app: Any) -> list[str]:
+    """What keeps the app waking up: each node's timer that is neither stopped nor paused."""
+    found = []
+    nodes = [app, *(n for s in app.screen_stack for n in s.walk_children(with_self=True))]
+    for node in nodes:
+        for timer in list(node._timers):
+            task = timer._task
+            if task is not None and not task.done() and timer._active.is_set():
+                found.append(f"{type(node).__name__}:{timer.name}")
+    return found
+
+
+def _start_profile(path: str | None) -> Any:
+    if not path:
+        return None
+    if not path.endswith(".yappi"):
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+        return prof
+    import yappi  # every thread, at a high cost in speed: pip install yappi
+
+    yappi.set_clock_type("cpu")
+    yappi.start()
+    return yappi
+
+
+def _stop_profile(profiler: Any, path: str | None) -> None:
+    if profiler is None or path is None:
+        return
+    if hasattr(profiler, "disable"):
+        profiler.disable()
+        profiler.dump_stats(path)
+        return
+    profiler.stop()
+    profiler.get_func_stats().save(path, type="pstat")
+    with open(path + ".threads", "w") as out:
+        profiler.get_thread_stats().print_all(out=out)
+
+
+# -- both sides, from the parent ----------------------------------------------------------------
+
+
+def knowledge_timeouts(run_dir: Path) -> int:
+    """Notices of a knowledge read that timed out, in every host's transcript."""
+    count = 0
+    for path in run_dir.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            if "knowledge file skipped" in line and "longer than" in line:
+                count += 1
+    return count
+
+
+def measured(
+    argv: list[str], env: dict[str, str], timeout: float | None = None
+) -> tuple[str, float, float, float]:
+    """Run to the end: (stdout, wall seconds, the process's peak RSS in MB, its CPU seconds);
+    past `timeout` seconds it is killed and the benchmark stops, naming it."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as err:  # a pipe could fill up and stall the process
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        killer = threading.Timer(timeout, proc.kill) if timeout else None
+        if killer is not None:
+            killer.start()
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        if killer is not None:
+            killer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            err.seek(0)
+            why = f"killed after {timeout:g} s" if proc.returncode == -9 else "failed"
+            tail = err.read().decode(errors="replace")[-3000:]
+            sys.exit(f"{' '.join(argv[1:4])} {why} ({proc.returncode}): {tail}")
+    return out.decode(), wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def headless(home: Path, skills: Path, base_url: str, runs: Path, forks: int) -> dict[str, Any]:
+    env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
+    env["PYTHONPATH"] = str(ROOT)
+    run_dir = runs / f"headless-{time.monotonic_ns()}"
+    _, wall, rss, cpu = measured(
+        [sys.executable, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
+        + ["--hosts", "h*", "--forks", str(forks), "--non-interactive", "--yes"]
+        + ["--transcript", str(run_dir)],
+        env,
+    )
+    result = json.loads((run_dir / "fleet.json").read_text())
+    return {
+        "done_s": result["duration_s"],
+        "wall_s": wall,
+        "rss_mb": rss,
+        "cpu_s": cpu,
+        "timeouts": knowledge_timeouts(run_dir),
+        "result": result["counts"],
+    }
+
+
+def tui(
+    home: Path, skills: Path, base_url: str, forks: int, profile: str | None, timeout: float
+) -> dict[str, Any]:
+    env = {**os.environ, "HOME": str(home), "AI_KOSMOS_MODEL_BASE_URL": base_url}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", "--home", str(home)]
+    argv += ["--skills", str(skills), "--forks", str(forks)]
+    argv += ["--profile", profile] if profile else []
+    out, wall, rss, _ = measured(argv, env, timeout)
+    figures = json.loads(out.strip().splitlines()[-1])
+    figures["rss_mb"] = rss
+    figures["wall_s"] = wall
+    figures["timeouts"] = knowledge_timeouts(Path(figures["run_dir"]))
+    return figures
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def report(n: int, ref: dict[str, Any], mine: dict[str, Any]) -> None:
+    def mark(ok: bool) -> str:
+        return "ok" if ok else "MISSED"
+
+    ratio = mine["done_s"] / ref["done_s"]
+    lat = [x * 1000 for x in mine["latencies"]] or [float("nan")]
+    p50, p95, worst = statistics.median(lat), percentile(lat, 0.95), max(lat)
+    rss = mine["rss_mb"] / ref["rss_mb"]
+    idle = mine["idle_cpu"] * 100
+    extra = mine["timeouts"] - ref["timeouts"]
+    print(f"N={n}  (headless: {ref['result']}; TUI: {mine['result']})")
+    print(
+        f"  time to done      headless {ref['done_s']:7.1f} s   TUI {mine['done_s']:7.1f} s   "
+        f"{ratio:5.2f}x  (aim <= 1.3x)  {mark(ratio <= 1.3)}"
+    )
+    print(
+        f"                    (the fleet's own duration in the TUI: {mine['fleet_s']:.1f} s; "
+        "the TUI's figure runs from the start key to the summary on screen)"
+    )
+    print(
+        f"  key latency busy  {len(mine['latencies'])} keys: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
+        f"(aim <= 100), max {worst:.0f} ms (aim <= 250)  {mark(p95 <= 100 and worst <= 250)}"
+    )
+    print(
+        f"  idle CPU after    {idle:.1f} % over {IDLE_S:g} s, timers left running: "
+        f"{mine['timers']}  (aim <= 2 %)  {mark(idle <= 2)}"
+    )
+    print(
+        f"  knowledge_timeout headless {ref['timeouts']}, TUI {mine['timeouts']}  "
+        f"(aim: none beyond headless)  {mark(extra <= 0)}"
+    )
+    print(
+        f"  CPU during run    TUI process {mine['cpu_s']:.1f} s, its screen's thread "
+        f"{mine['ui_cpu_s']:.1f} s (headless process, start-up included: {ref['cpu_s']:.1f} s)"
+    )
+    print(
+        f"  peak RSS          headless {ref['rss_mb']:.0f} MB, TUI {mine['rss_mb']:.0f} MB  "
+        f"{rss:.2f}x  (aim <= 1.5x)  {mark(rss <= 1.5)}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,500,1000", help="host counts (100,500,1000)")
+    parser.add_argument("--forks", type=int, default=100, help="hosts at once (100)")
+    parser.add_argument("--only", choices=("tui", "headless"), help="run one side only")
+    parser.add_argument("--profile", help="profile the TUI process into this file (pstat)")
+    parser.add_argument(
+        "--timeout", type=float, default=900, help="seconds a TUI run may take (900)"
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--home", help=argparse.SUPPRESS)
+    parser.add_argument("--skills", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args)
+        return
+    from tests.sshd import start_sshd
+
+    # SIGTERM (a timeout) ends the run through `finally`: the sshd and its user go too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    sshd = start_sshd("tuibench")
+    tmp = Path(tempfile.mkdtemp(prefix="kosmos-bench-tui-fleet-"))
+    os.environ.pop("SSH_AUTH_SOCK", None)
+    try:
+        skills = tmp / "skills"
+        (skills / "three").mkdir(parents=True)
+        (skills / "three" / "SKILL.md").write_text(SKILL)
+        runs = tmp / "runs"
+        runs.mkdir()
+        print(
+            f"3-command skill ({'; '.join(COMMANDS)}) on N aliases of one loopback sshd, "
+            f"forks {args.forks}, TUI at {SIZE[0]}x{SIZE[1]} under Pilot (frames rendered)"
+        )
+        with llm_server() as base_url:
+            for n in sizes:
+                home = tmp / f"home-{n}"
+                write_home(home, sshd, n, many=True)
+                ref = mine = None
+                if args.only != "tui":
+                    ref = headless(home, skills, base_url, runs, args.forks)
+                if args.only != "headless":
+                    profile = f"{args.profile}.{n}" if args.profile and len(sizes) > 1 else None
+                    mine = tui(
+                        home, skills, base_url, args.forks, profile or args.profile, args.timeout
+                    )
+                if ref and mine:
+                    report(n, ref, mine)
+                else:
+                    shown = ref or {k: v for k, v in (mine or {}).items() if k != "latencies"}
+                    print(f"N={n}: {json.dumps(shown)}")
+                sys.stdout.flush()
+    finally:
+        sshd.stop()
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The one run view under a fleet's table: the shown host's run, built from its story.
+
+A host's view is built when the host is shown, from the events its `HostFeed` keeps. Built in
+plain sight, each of its steps would be laid out and drawn as it is mounted, a dozen frames for
+one host; so it is built hidden (a hidden widget is neither laid out nor drawn), and takes the
+shown view's place once it has caught up with the host's story, in one frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable
+
+from textual.containers import Vertical
+from textual.timer import Timer
+
+from kosmos.tui.fleet_feed import HostFeed
+from kosmos.tui.widgets.run_view import RunView
+
+# Frames are held back for a view being built at most this long (seconds).
+HOLD_AT_MOST_S = 1.0
+
+
+class HostView:
+    """Shows one host's run at a time in `box`."""
+
+    def __init__(
+        self,
+        box: Callable[[], Vertical],
+        feeds: dict[str, HostFeed],
+        title: Callable[[str], str],
+        on_shown: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._box = box
+        self.feeds = feeds
+        self._title = title
+        self._on_shown = on_shown
+        self.view: RunView | None = None
+        self.host: str | None = None
+        # The view being built (hidden), its host, and whether it takes the focus when shown.
+        self._coming: tuple[RunView, str, bool] | None = None
+        self._ids = itertools.count(1)
+        # Frames held back while a view is built (each mount of its steps would make one).
+        self._held = contextlib.ExitStack()
+        self._hold_timer: Timer | None = None
+
+    @property
+    def coming(self) -> str | None:
+        """The host whose view is being built, if one is."""
+        return self._coming[1] if self._coming is not None else None
+
+    def show(self, host: str, *, focus: bool = False) -> None:
+        """Show `host`'s run (built now, shown once it has caught up); focus what it waits on
+        if `focus`."""
+        feed = self.feeds.get(host)
+        if feed is None:
+            return
+        if self._coming is not None:
+            view, coming, wants_focus = self._coming
+            if coming == host:
+                self._coming = (view, coming, wants_focus or focus)
+                return
+            # Another host was asked for meanwhile: that one is not shown after all.
+            self.feeds[coming].detach()
+            view.remove()
+            self._coming = None
+        if host == self.host and self.view is not None and feed.view is self.view:
+            if focus:
+                self._focus(self.view)
+            return
+        if self.host is not None:
+            self.feeds[self.host].detach()  # its view stays on screen until the next is ready
+        view = RunView(self._title(host), id=f"fleet-run-{next(self._ids)}")
+        view.display = False
+        box = self._box()
+        if self._hold_timer is None:
+            self._held.enter_context(box.app.batch_update())
+            # However the build ends, the screen is drawn again within a second.
+            self._hold_timer = box.set_timer(HOLD_AT_MOST_S, self._release)
+        box.mount(view)
+        feed.attach(view)
+        self._coming = (view, host, focus)
+        # Posted after the story's events: it runs once the view has handled all of them.
+        view.call_later(self._caught_up, view)
+
+    def _caught_up(self, view: RunView) -> None:
+        if self._coming is None or self._coming[0] is not view:
+            return  # replaced by another host's view meanwhile
+        _, host, focus = self._coming
+        self._coming = None
+        self._release()
+        if self.view is not None:
+            self.view.remove()
+        view.display = True
+        self.view, self.host = view, host
+        view.call_after_refresh(view.scroll_end, animate=False)
+        if focus:
+            self._focus(view)
+        self._on_shown()
+
+    def close(self) -> None:
+        """The screen goes: frames held back for a view being built are let go."""
+        self._coming = None
+        self._release()
+
+    def _release(self) -> None:
+        """Let the screen draw again."""
+        if self._hold_timer is not None:
+            self._hold_timer.stop()
+            self._hold_timer = None
+        self._held.close()
+
+    @staticmethod
+    def _focus(view: RunView) -> None:
+        view.focus()
+        view.call_after_refresh(view.focus_pending)
