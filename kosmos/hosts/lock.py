@@ -157,8 +157,8 @@ def parse_probe(line: str) -> LockStatus:
                 why=f"{name} was refused ({got.get(step) or 'no answer'})",
             )
     seccomp = got.get("seccomp") == "ok"
-    why = None if seccomp else f"refused ({got.get('seccomp') or 'no answer'})"
-    return LockStatus(abi=abi, seccomp=seccomp, interpreter=via, arch=arch, why=why)
+    refused = None if seccomp else f"refused ({got.get('seccomp') or 'no answer'})"
+    return LockStatus(abi=abi, seccomp=seccomp, interpreter=via, arch=arch, why=refused)
 
 
 def _rights(names: tuple[str, ...], abi: int) -> int:
