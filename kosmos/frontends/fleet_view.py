@@ -254,8 +254,7 @@ class LineFleetDesk:
                 return FleetAnswer(value or None)
             shared = f"The same answer for {len(others)} more host(s) asking this? [Y/n] "
             reply = (await self._ask(shared)).strip()
-            scope = "host" if reply.lower() in ("n", "no") else "all"
-            return FleetAnswer(value or None, scope)
+            return FleetAnswer(value or None, "host" if reply.lower() in ("n", "no") else "all")
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         with self.view.paused():
