@@ -259,7 +259,7 @@ class Session:
                 return self._finish(why.status, str(why), why.exit_code)
             self._finish("aborted", "interrupted by the operator", EXIT_INTERRUPTED)
             raise
-        except Exception as e:  # noqa: BLE001 - whatever the fault, the run ends with its result
+        except Exception as e:  # whatever the fault, the run ends with its result
             line = unexpected_line(
                 e,
                 step=self.reached,

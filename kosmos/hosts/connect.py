@@ -217,7 +217,7 @@ class Connector:
             raise SSHConfigError(
                 f"{host}: {e}; fix that line (`ssh -G {host}` shows how OpenSSH reads the file)"
             ) from None
-        except Exception as e:  # noqa: BLE001 - whatever asyncssh trips on, it is the file
+        except Exception as e:  # whatever asyncssh trips on, it is the file
             raise SSHConfigError(
                 f"{host}: cannot use {self.ssh_config.path} ({type(e).__name__}: {e}); check it "
                 f"with `ssh -G {host}`"

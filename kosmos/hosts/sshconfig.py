@@ -39,7 +39,7 @@ def local_user() -> str:
     """This machine's user name, as ssh_config's `%u` and `Match localuser` see it."""
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no name for this uid (a bare container): use the number
+    except Exception:  # no name for this uid (a bare container): use the number
         return str(os.getuid())
 
 
