@@ -18,8 +18,6 @@ ActionKind = Literal[
 ACTION_KINDS: tuple[ActionKind, ...] = get_args(ActionKind)
 Kind = Literal["cmd", "ask", "message", "done"] | ActionKind
 
-TAGS = ("[CMD]", "[ASK]", "[ASK:optional]", "[MESSAGE]", "[DONE]")
-
 # The tag of each kind beyond the five, as kosmos-panel spells it.
 ACTION_TAGS: dict[str, str] = {
     "get_file": "[GET-FILE]",
