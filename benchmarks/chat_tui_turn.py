@@ -36,12 +36,12 @@ from tests.chatkit import (  # noqa: E402
     relevant,
     select,
 )
-from tests.llmserver import ScriptedLLM  # noqa: E402
+from tests.llmserver import Recorded, ScriptedLLM  # noqa: E402
 
 QUESTION = "What is kosmos?"
 
 
-def answer(record) -> str:  # noqa: ANN001 - tests.llmserver.Recorded
+def answer(record: Recorded) -> str:
     if record.system.startswith("You are the intent classifier"):
         return relevant()
     return select("rag_search", question=QUESTION)

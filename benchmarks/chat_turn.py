@@ -33,10 +33,10 @@ from tests.chatkit import (  # noqa: E402
     settings_for,
 )
 from tests.helpers import make_skill  # noqa: E402
-from tests.llmserver import ScriptedLLM  # noqa: E402
+from tests.llmserver import Recorded, ScriptedLLM  # noqa: E402
 
 
-def answer(record) -> str:  # noqa: ANN001 - tests.llmserver.Recorded
+def answer(record: Recorded) -> str:
     body = record.body
     if "systemInstruction" in body:  # Gemini's generateContent
         system = body["systemInstruction"]["parts"][0]["text"]

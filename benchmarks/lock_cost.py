@@ -138,7 +138,7 @@ async def ssh(repeat: int, tmp: Path) -> None:
 
     try:
         server = start_sshd("lockcost")
-    except Exception as e:  # noqa: BLE001 - no sshd here: the local figures stand alone
+    except Exception as e:  # no sshd here: the local figures stand alone
         print(f"(no SSH: {e})")
         return
     home = tmp / "home"

@@ -82,7 +82,7 @@ def _word_names(word: Word) -> Iterator[str]:
         yield from _names(sub)
 
 
-def tree_sitter_reader():  # noqa: ANN201 - the parser's own types
+def tree_sitter_reader():  # returns the parser's own types
     try:
         import tree_sitter_bash
         from tree_sitter import Language, Parser

@@ -40,7 +40,7 @@ from kosmos.llm.factory import make_provider  # noqa: E402
 from kosmos.prompts import Prompts  # noqa: E402
 from kosmos.transcript import Transcript  # noqa: E402
 from tests.helpers import ScriptOperator, make_skill  # noqa: E402
-from tests.llmserver import ScriptedLLM  # noqa: E402
+from tests.llmserver import Recorded, ScriptedLLM  # noqa: E402
 
 COMMAND = "true"
 
@@ -138,7 +138,7 @@ def _steps_llm(steps: int) -> ScriptedLLM:
     """A scripted LLM that answers by the conversation's length: N commands, then [DONE]."""
     llm = ScriptedLLM()
 
-    def reply(record) -> str:  # noqa: ANN001 - tests.llmserver.Recorded
+    def reply(record: Recorded) -> str:
         users = sum(1 for m in record.messages if m["role"] == "user")
         return f"[CMD] {COMMAND}" if users <= steps else "[DONE] ok"
 
@@ -181,7 +181,7 @@ def processes(steps: int, repeat: int, policy: str | None = None) -> None:
         sshd = start_sshd("steps")
         ssh = write_client_home(home, sshd)
         where = f"127.0.0.1,{sshd.port},{sshd.user},{ssh / 'id_ed25519'},{ssh / 'known_hosts'}"
-    except Exception as e:  # noqa: BLE001 - no sshd here: time the local run only
+    except Exception as e:  # no sshd here: time the local run only
         print(f"(no SSH: {e})")
         where = ""
     kosmos_run = [

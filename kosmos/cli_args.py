@@ -7,6 +7,10 @@ import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 from kosmos import __version__
 
@@ -15,11 +19,13 @@ class Parser(argparse.ArgumentParser):
     """argparse, except that a closed stdout is not swallowed: `kosmos --help | head -1`
     ends as every other command does when its reader goes away."""
 
-    def _print_message(self, message: str, file: object = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
             stream = file or sys.stderr
-            stream.write(message)  # type: ignore[attr-defined]
-            stream.flush()  # type: ignore[attr-defined]
+            stream.write(message)
+            flush = getattr(stream, "flush", None)
+            if flush is not None:
+                flush()
 
 
 def _positive_int(text: str) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 # Exit codes, as the README's table lists them.
 EXIT_DONE = 0
 EXIT_FAILED = 1
@@ -18,11 +20,18 @@ EXIT_INTERRUPTED = 130
 EXIT_PIPE = 141
 
 
+# How a run ended (a fleet host's own: `skipped`, it never started, its canary did not end
+# done or the fleet stopped first; `unreachable`, no connection to it).
+RunStatus = Literal[
+    "done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped", "unreachable"
+]
+
+
 class KosmosError(Exception):
     """Base of every error a user can see; its message says what failed and what to do."""
 
     exit_code: int = EXIT_FAILED
-    status: str = "failed"
+    status: RunStatus = "failed"
 
 
 class UsageError(KosmosError):

@@ -8,6 +8,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
 
+from kosmos.errors import RunStatus
+
 
 class Event(BaseModel):
     """Base of every event; `type` names it on the wire (transcript, --json)."""
@@ -348,11 +350,7 @@ class RunFinished(Event):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
-    # A fleet host's own: `skipped` (it never started: its canary did not end done, or the
-    # fleet stopped first) and `unreachable` (no connection to it).
-    status: Literal[
-        "done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped", "unreachable"
-    ]
+    status: RunStatus
     steps: int
     message: str
     exit_code: int

@@ -13,7 +13,7 @@ from kosmos.engine.operator import Operator
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.events import Event
 from kosmos.fleet.orchestrator import Fleet, SessionParts
-from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.results import FleetFinished, HostSummary
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
@@ -67,7 +67,7 @@ class FleetRun:
     def of(self, host: str, kind: type | None = None) -> list:
         return [e for e in self.events if e.host == host and (kind is None or isinstance(e, kind))]
 
-    def host(self, name: str):  # noqa: ANN201 - HostSummary
+    def host(self, name: str) -> HostSummary:
         return next(h for h in self.result.hosts if h.host == name)
 
 

@@ -10,7 +10,7 @@ from kosmos.config import Settings
 from kosmos.engine.operator import Approval, CommandProposal, Question
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import KosmosError
-from kosmos.events import Event
+from kosmos.events import Event, RunFinished
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
 from kosmos.llm.factory import make_provider
@@ -67,11 +67,11 @@ class Run:
     events: list[Event]
 
     @property
-    def result(self):  # noqa: ANN201 - RunFinished
+    def result(self) -> RunFinished:
         assert self.session.result is not None
         return self.session.result
 
-    def of(self, kind: type) -> list:  # noqa: ANN001
+    def of(self, kind: type) -> list:
         return [e for e in self.events if isinstance(e, kind)]
 
 

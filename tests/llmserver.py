@@ -236,13 +236,13 @@ class ScriptedLLM:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:  # http.server's naming
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": "CHEAP"}]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:

@@ -62,7 +62,7 @@ class _Server(asyncssh.SSHServer):
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         return key in self.state.authorized
 
-    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int):  # noqa: ANN201
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int):
         self.state.forwards.append((dest_host, dest_port))
         return True
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from tests.llmserver import ScriptedLLM
 SKILL = "---\nname: probe\ndescription: probe\n---\nCheck the host.\n"
 
 
-def _one_line(proc, code: int = 2) -> str:  # noqa: ANN001 - CompletedProcess
+def _one_line(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
     """The run's only line on stderr, after an exit with `code`."""
     assert proc.returncode == code, proc.stderr
     lines = proc.stderr.strip().splitlines()

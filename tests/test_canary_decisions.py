@@ -12,6 +12,7 @@ import yaml
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import SessionOptions
 from kosmos.events import CommandDecision, CommandFinished
+from kosmos.fleet.targets import HostSpec
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.fleethelpers import Hosts, host_dirs, host_of, run_fleet, scripted
@@ -185,7 +186,7 @@ async def test_an_in_process_canarys_skip_and_edit_carry_to_the_others(
         _files(root / name)
     llm.default = scripted(CANARY_SCRIPT[:3] + ("[DONE] fine",))
 
-    def operator(spec):  # noqa: ANN001, ANN202 - HostSpec -> ScriptOperator
+    def operator(spec: HostSpec) -> ScriptOperator:
         if spec.name != "canary":
             return ScriptOperator()  # would say yes to anything it is asked
         return ScriptOperator(

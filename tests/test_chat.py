@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kosmos.chat.catalog import TEXTS
+from kosmos.config import Settings
 from tests.chatkit import (
     closed_port,
     converse,
@@ -30,7 +31,7 @@ def en(key: str, **values: Any) -> str:
     return TEXTS[key][0].format(**values)
 
 
-def cfg(llm: ScriptedLLM, services: Any, **chat: Any):  # noqa: ANN201 - Settings
+def cfg(llm: ScriptedLLM, services: Any, **chat: Any) -> Settings:
     return settings_for(llm.base_url, example_chat(services.base_url, skills=False, **chat))
 
 

@@ -12,6 +12,7 @@ import pytest
 from kosmos.chat.api import LLMApi
 from kosmos.chat.catalog import TEXTS, Catalog, pick_lang
 from kosmos.chat.log import ChatLog
+from kosmos.config import Settings
 from kosmos.llm.http import LLMHttp
 from tests.chatkit import (
     LOG_LINE,
@@ -28,7 +29,7 @@ from tests.llmserver import Raw, ScriptedLLM, Status
 SERVICES = load_services_module()
 
 
-def cfg(llm: ScriptedLLM, services: Any, **chat: Any):  # noqa: ANN201 - Settings
+def cfg(llm: ScriptedLLM, services: Any, **chat: Any) -> Settings:
     return settings_for(llm.base_url, example_chat(services.base_url, skills=False, **chat))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kosmos.chat.catalog import TEXTS
+from kosmos.skills.model import Skill
 from tests.chatkit import (
     SessionSkillRunner,
     converse,
@@ -39,7 +40,7 @@ SKILL_PARAMS = (
 )
 
 
-def svc_skill():  # noqa: ANN201 - Skill
+def svc_skill() -> Skill:
     return make_skill("## What I do\nCheck a unit.", name="svc-check", params=SKILL_PARAMS)
 
 

@@ -138,14 +138,14 @@ def test_output_buffer_invalid_utf8_is_replaced() -> None:
     assert buf.text() == "ok \ufffd\ufffd bad"
 
 
-async def test_read_file_relative_home_and_missing(tmp_path) -> None:  # noqa: ANN001
+async def test_read_file_relative_home_and_missing(tmp_path) -> None:
     (tmp_path / "a.txt").write_text("hello")
     runner = LocalRunner(cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)})
     assert await runner.read_file("./a.txt", timeout=5) == "hello"
     assert await runner.read_file("missing.txt", timeout=5) is None
 
 
-async def test_read_file_refuses_a_file_over_the_limit(tmp_path) -> None:  # noqa: ANN001
+async def test_read_file_refuses_a_file_over_the_limit(tmp_path) -> None:
     (tmp_path / "at-limit.md").write_bytes(b"a" * READ_FILE_LIMIT)
     (tmp_path / "over-limit.md").write_bytes(b"a" * (READ_FILE_LIMIT + 1))
     (tmp_path / "endless.md").symlink_to("/dev/zero")
@@ -160,7 +160,7 @@ async def test_read_file_refuses_a_file_over_the_limit(tmp_path) -> None:  # noq
     assert caught.value.path == "over-limit.md"
 
 
-async def test_read_file_names_a_file_it_cannot_read(tmp_path) -> None:  # noqa: ANN001
+async def test_read_file_names_a_file_it_cannot_read(tmp_path) -> None:
     (tmp_path / "loop.md").symlink_to("loop.md")
     (tmp_path / "dangling.md").symlink_to("nowhere.md")
     (tmp_path / "folder").mkdir()

@@ -56,7 +56,7 @@ WRITES = ("touch PWNED", "rm -f F", "chmod 600 F", "echo x >> G", "mkdir made")
 
 def _gate(
     status: LockStatus | None, policy: str, *, headless: bool = True, **config
-) -> ApprovalGate:  # noqa: ANN003
+) -> ApprovalGate:
     kit = HostLock(LockConfig(**config), status)
     return ApprovalGate(
         ScriptOperator(),
@@ -68,7 +68,7 @@ def _gate(
     )
 
 
-async def _decide(gate: ApprovalGate, command: str, *, service: bool = False):  # noqa: ANN202
+async def _decide(gate: ApprovalGate, command: str, *, service: bool = False):
     verdict = assess(command, "bash")
     return await gate.judge(1, command, verdict.verdict, verdict.reason, service=service)
 

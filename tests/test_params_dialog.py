@@ -43,7 +43,7 @@ def typed(text: str) -> DialogReply:
     return DialogReply(text=text)
 
 
-async def collect(llm: ScriptedLLM, dialog: ScriptDialog, provider: str = "openai", **kw):  # noqa: ANN201
+async def collect(llm: ScriptedLLM, dialog: ScriptDialog, provider: str = "openai", **kw):
     url = llm.gemini_base_url if provider == "gemini" else llm.base_url
     p = make_provider(Settings(provider=provider, base_url=url, llm_retries=0))
     events: list[Event] = []

@@ -10,7 +10,7 @@ from kosmos.config import load_settings
 from kosmos.errors import ConfigError
 
 
-def settings(tmp_path: Path, yaml: str = "", env: dict | None = None, **flags: object):  # noqa: ANN201
+def settings(tmp_path: Path, yaml: str = "", env: dict | None = None, **flags: object):
     if yaml:
         (tmp_path / "kosmos.yaml").write_text(yaml)
     return load_settings(flags, env=env or {}, cwd=tmp_path, home=tmp_path / "home")

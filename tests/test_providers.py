@@ -24,7 +24,7 @@ TOOL = ToolSpec(
 )
 
 
-def provider(llm: ScriptedLLM, name: str = "openai", **extra: object):  # noqa: ANN201
+def provider(llm: ScriptedLLM, name: str = "openai", **extra: object):
     url = llm.gemini_base_url if name == "gemini" else llm.base_url
     model = "gemini-2.0-flash" if name == "gemini" else "CHEAP"
     cfg = {"provider": name, "base_url": url, "model": model, "llm_retries": 0, **extra}

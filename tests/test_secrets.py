@@ -61,7 +61,7 @@ SCRIPT = [
 ]
 
 
-def _assert_nowhere(proc, llm: ScriptedLLM, home: Path, project: Path) -> None:  # noqa: ANN001
+def _assert_nowhere(proc, llm: ScriptedLLM, home: Path, project: Path) -> None:
     transcripts = [p.read_text() for p in project.glob("*.jsonl")]
     transcripts += [p.read_text() for p in (home / ".local/state/kosmos/runs").glob("*.jsonl")]
     assert transcripts

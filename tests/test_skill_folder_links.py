@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from tests.sshd import Sshd, write_client_home
 from tests.test_skill_folders import events, run_the_script, skill_folder
 
 
-def _refused(proc, *, llm: ScriptedLLM) -> str:  # noqa: ANN001 - CompletedProcess
+def _refused(proc: subprocess.CompletedProcess[str], *, llm: ScriptedLLM) -> str:
     """The one line a refused folder ends the run with; nothing reached the LLM."""
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

@@ -190,7 +190,7 @@ def test_a_body_that_starts_like_a_key_line_stays_a_body(tmp_path: Path, text: s
     assert skill.name == "plain" and skill.body == text.strip()
 
 
-def test_block_scalar_description_and_triggers(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_block_scalar_description_and_triggers(tmp_path: Path, capsys) -> None:
     text = (
         "---\nname: disk\ndescription: |\n  Shows what fills the disk,\n  folder by folder.\n"
         "triggers:\n  - disk full\n  - место на диске\n---\nRun df.\n"

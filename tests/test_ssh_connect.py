@@ -219,7 +219,7 @@ async def test_unknown_host_name(ssh_home: Path) -> None:
         await runner_for("no-such-host.invalid").connect()
 
 
-async def _tcp_server(handler) -> tuple[asyncio.AbstractServer, int]:  # noqa: ANN001
+async def _tcp_server(handler) -> tuple[asyncio.AbstractServer, int]:
     server = await asyncio.start_server(handler, "127.0.0.1", 0)
     return server, server.sockets[0].getsockname()[1]
 

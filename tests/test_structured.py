@@ -49,7 +49,7 @@ CONTEXT = [
 ]
 
 
-def client(llm: ScriptedLLM, events: list[Event], provider: str = "openai", **caps: bool):  # noqa: ANN201
+def client(llm: ScriptedLLM, events: list[Event], provider: str = "openai", **caps: bool):
     url = llm.gemini_base_url if provider == "gemini" else llm.base_url
     p = make_provider(Settings(provider=provider, base_url=url, llm_retries=0))
     for name, value in caps.items():

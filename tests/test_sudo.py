@@ -95,7 +95,7 @@ def test_calls_sudo(command: str, expected: bool) -> None:
     assert calls_sudo(command) is expected
 
 
-def _everything(run, llm: ScriptedLLM, transcript: Path) -> str:  # noqa: ANN001
+def _everything(run, llm: ScriptedLLM, transcript: Path) -> str:
     return "\n".join(
         [
             transcript.read_text(),

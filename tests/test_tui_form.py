@@ -18,7 +18,7 @@ from tests.llmserver import ScriptedLLM
 from tests.tuihelpers import finished, make_app, until, write_skill
 
 
-def _error(app, name: str) -> str:  # noqa: ANN001
+def _error(app, name: str) -> str:
     return str(app.main.query_one(f"#error-{name}").render())
 
 

@@ -18,12 +18,12 @@ SIZE = (140, 45)
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
 
 
-def shown_skill(app) -> str | None:  # noqa: ANN001
+def shown_skill(app) -> str | None:
     panel = app.main.query_one(SkillPanel)
     return panel.skill.name if panel.skill else None
 
 
-def footer_keys(app) -> dict[str, str]:  # noqa: ANN001
+def footer_keys(app) -> dict[str, str]:
     """What the footer shows: key -> description, for the bindings that apply now."""
     return {
         key: active.binding.description

@@ -4,11 +4,13 @@ the values in words, see them in the form and the summary, change one, then Run.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Button, Input, Static
 
 from kosmos.events import ParamsUpdate
 from kosmos.transcript import read_transcript
+from kosmos.tui.app import KosmosApp
 from kosmos.tui.widgets.params_talk import ParamsTalk
 from tests.llmserver import ScriptedLLM, Status, call, calls
 from tests.tuihelpers import awaiting_step, finished, front_view, make_app, until, write_skill
@@ -26,16 +28,16 @@ Check the service's port.
 """
 
 
-def talk_app(llm: ScriptedLLM, home: Path, **kw: object):  # noqa: ANN201 - KosmosApp
+def talk_app(llm: ScriptedLLM, home: Path, **kw: Any) -> KosmosApp:
     write_skill(home / "skills", PORT_CHECK, folder="port-check")
-    return make_app(llm.base_url, home, skill="port-check", **kw)  # type: ignore[arg-type]
+    return make_app(llm.base_url, home, skill="port-check", **kw)
 
 
-def field(app, name: str) -> str:  # noqa: ANN001
+def field(app, name: str) -> str:
     return app.main.query_one(f"#param-{name}", Input).value
 
 
-def summary(app) -> str:  # noqa: ANN001
+def summary(app) -> str:
     return str(app.main.query_one("#talk-summary", Static).render())
 
 

@@ -67,7 +67,7 @@ async def test_ask_required_optional_and_message(llm: ScriptedLLM, home: Path) -
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("ctrl+r")
 
-        def asking(step: int):  # noqa: ANN202
+        def asking(step: int):
             return lambda: step in front_view(app).asks and isinstance(app.focused, Input)
 
         await until(pilot, asking(1), "the required question")
@@ -166,7 +166,7 @@ async def test_quit_asks_while_a_command_runs(llm: ScriptedLLM, home: Path) -> N
 
 
 async def test_two_runs_in_two_tabs_at_once(llm: ScriptedLLM, home: Path) -> None:
-    def reply(request):  # noqa: ANN001, ANN202
+    def reply(request):
         first = request.messages[1]["content"]
         unit = "alpha" if "unit: alpha" in first else "beta"
         if request.last_user_text.startswith("Command output"):
@@ -232,7 +232,7 @@ async def test_file_reads_and_memory_steps_have_their_own_widget(
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.press("ctrl+r")
 
-        def awaiting(step: int):  # noqa: ANN202
+        def awaiting(step: int):
             def check() -> bool:
                 widget = front_view(app).action_steps.get(step)
                 return widget is not None and widget.awaiting and app.focused is widget

@@ -25,7 +25,7 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _app(llm: ScriptedLLM, home: Path, **kwargs: object):  # noqa: ANN202
+def _app(llm: ScriptedLLM, home: Path, **kwargs: object):
     return make_app(
         llm.base_url,
         home,

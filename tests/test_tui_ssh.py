@@ -23,7 +23,7 @@ from tests.tuihelpers import (
 Keys = tuple[asyncssh.SSHKey, asyncssh.SSHKey]
 
 
-def _connected(app, target: str):  # noqa: ANN001, ANN202
+def _connected(app, target: str):
     return lambda: app.main.sidebar.states.get(target, ("", ""))[0] == "connected"
 
 

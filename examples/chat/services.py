@@ -183,7 +183,7 @@ class ExampleServices:
                 parts = self.path.split("?")[0].strip("/").split("/")
                 return (parts[0], parts[1]) if len(parts) == 2 else ("", "")
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:  # http.server's naming
                 service, endpoint = self._route()
                 if endpoint != "health" or service not in services.health:
                     self._json(404, {"error": "not found"})
@@ -192,7 +192,7 @@ class ExampleServices:
                 else:
                     self._json(200, {"status": services.health[service]})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 service, endpoint = self._route()
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if (service, endpoint) not in routes:

@@ -21,7 +21,7 @@ from kosmos.chat.tools import Tool, build_tools, format_params, validate
 from kosmos.config_chat import ChatSettings
 from kosmos.errors import EXIT_DONE, EXIT_FAILED, EXIT_LLM, KosmosError, LLMError
 from kosmos.events import Message
-from kosmos.llm.content import ContextMessage
+from kosmos.llm.content import ContextMessage, as_context
 from kosmos.llm.structured import InvalidSolution, StructuredClient
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
@@ -214,10 +214,7 @@ class ChatAgent:
     def _context(self, system: str) -> list[ContextMessage]:
         # At most CONTEXT_HIST_LIMIT messages of the history go to the LLM.
         recent = self.history[-self.settings.context_hist_limit :]
-        return [ContextMessage(role="system", content=system)] + [
-            ContextMessage(role=m.role, content=m.content)  # type: ignore[arg-type]
-            for m in recent
-        ]
+        return [ContextMessage(role="system", content=system), *as_context(recent)]
 
     async def _ask(self, fn: str, system: str, schema: type[T]) -> T:
         try:

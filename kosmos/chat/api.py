@@ -78,7 +78,7 @@ class LLMApi:
             )
             if not isinstance(data, dict):
                 raise LLMError(f"the LLM at {http.base_url} answered {type(data).__name__}")
-        except Exception as e:  # noqa: BLE001 - every failure becomes {"error": ...}
+        except Exception as e:  # every failure becomes {"error": ...}
             self.last_error = e
             self.log.critical(f"{name} // {type(e).__name__}: {e}", e)
             return {"error": str(e)}

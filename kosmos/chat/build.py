@@ -88,7 +88,7 @@ async def open_chat(
         api,
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
-        capabilities=Capabilities(**settings.capabilities()),
+        capabilities=Capabilities.of(settings.capabilities()),
         verbose=verbose,
     )
     ranker = None

@@ -144,7 +144,7 @@ TEXTS: dict[str, tuple[str, str]] = {
 def pick_lang(flag: str | None, env: Mapping[str, str]) -> Lang:
     """`--lang`, else the locale (LC_ALL, LC_MESSAGES, LANG: `ru_RU.UTF-8` means Russian)."""
     if flag in LANGS:
-        return flag  # type: ignore[return-value]
+        return flag
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = env.get(name)
         if value:

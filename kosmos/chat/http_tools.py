@@ -84,7 +84,7 @@ async def _health(tool: HttpToolSettings, client: httpx.AsyncClient, log: ChatLo
             response = await client.get(url, timeout=tool.timeout)
         response.raise_for_status()
         data = response.json()
-    except Exception as e:  # noqa: BLE001 - any failure of the call is this branch
+    except Exception as e:  # any failure of the call is this branch
         log.error(f"check_health // Unexpected error: {_describe(e)}")
         log.error(f"{fn} // Health check failed")
         raise _Failed(
@@ -114,7 +114,7 @@ async def _request(
             response.raise_for_status()
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    except Exception as e:  # noqa: BLE001 - any failure of the call is this branch
+    except Exception as e:  # any failure of the call is this branch
         log.error(f"{fn} // Unexpected error: {_describe(e)}")
         raise _Failed(f"{tool.name}: POST {url} failed: {_failure(e, tool.timeout)}") from e
     log.payload(f"{fn} // response", data)

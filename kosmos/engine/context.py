@@ -56,7 +56,7 @@ async def learn(runner: Runner, *, fresh: bool, timeout: float, redactor: Redact
             learnt.knowledge = await knowledge(
                 runner, timeout=timeout, redactor=redactor, emit=learnt.events.append
             )
-        except Exception as e:  # noqa: BLE001 - raised again inside the run, after run_started
+        except Exception as e:  # raised again inside the run, after run_started
             learnt.failed = e
             return learnt
     # Over SSH the knowledge read learnt the lock and the OS already; otherwise one command

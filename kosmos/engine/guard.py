@@ -145,8 +145,8 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
             redacted = redactor.redact_obj(plain)
             if redacted == plain:
                 continue
-            field = type(event).model_fields[name]
-            clean = TypeAdapter(field.annotation).validate_python(redacted)
+            annotation = type(event).model_fields[name].annotation
+            clean = TypeAdapter(Any if annotation is None else annotation).validate_python(redacted)
         else:
             continue
         if clean != value:

@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-Kind = Literal[
-    "cmd",
-    "ask",
-    "message",
-    "done",
-    "get_file",
-    "store",
-    "append_memory",
-    "retrieve",
-    "list_memory",
-    "delete_memory",
+# The kinds beyond the five: a file read and the memory actions.
+ActionKind = Literal[
+    "get_file", "store", "append_memory", "retrieve", "list_memory", "delete_memory"
 ]
-
-TAGS = ("[CMD]", "[ASK]", "[ASK:optional]", "[MESSAGE]", "[DONE]")
+ACTION_KINDS: tuple[ActionKind, ...] = get_args(ActionKind)
+Kind = Literal["cmd", "ask", "message", "done"] | ActionKind
 
 # The tag of each kind beyond the five, as kosmos-panel spells it.
 ACTION_TAGS: dict[str, str] = {
@@ -67,6 +59,11 @@ class Parsed:
     content: str = ""
 
 
+def action_kind(word: str) -> ActionKind | None:
+    """`word` as the kind of an action beyond the five, else None."""
+    return next((kind for kind in ACTION_KINDS if kind == word), None)
+
+
 class NoDirective(Exception):
     """The reply holds nothing kosmos can act on, not even a first line to infer a command from."""
 
@@ -74,9 +71,9 @@ class NoDirective(Exception):
 def _tag_kind(tag: str) -> tuple[Kind, bool]:
     tag = re.sub(r"\s+", "", tag).upper()
     word = re.sub(r"[-_ ]", "", tag)
-    for kind, spelled in ACTION_TAGS.items():
-        if word == re.sub(r"[-_\[\]]", "", spelled):
-            return kind, True  # type: ignore[return-value]
+    for kind in ACTION_KINDS:
+        if word == re.sub(r"[-_\[\]]", "", ACTION_TAGS[kind]):
+            return kind, True
     if tag == "CMD":
         return "cmd", True
     if tag == "ASK:OPTIONAL":

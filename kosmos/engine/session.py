@@ -32,6 +32,7 @@ from kosmos.errors import (
     KosmosError,
     LLMError,
     RunFailed,
+    RunStatus,
     StepLimitReached,
 )
 from kosmos.events import (
@@ -202,7 +203,7 @@ class Session:
         `resume`: continue the conversation a transcript recorded instead of starting anew.
         """
         self._started = time.monotonic()
-        self._task = asyncio.current_task()  # type: ignore[assignment]
+        self._task = asyncio.current_task()
         learnt = await context.learn(
             self.runner,
             fresh=resume is None,
@@ -258,7 +259,7 @@ class Session:
                 return self._finish(why.status, str(why), why.exit_code)
             self._finish("aborted", "interrupted by the operator", EXIT_INTERRUPTED)
             raise
-        except Exception as e:  # noqa: BLE001 - whatever the fault, the run ends with its result
+        except Exception as e:  # whatever the fault, the run ends with its result
             line = unexpected_line(
                 e,
                 step=self.reached,
@@ -466,10 +467,10 @@ class Session:
         self.emit(Answer(step=step, question=parsed.text, answer=answer, required=parsed.required))
         return self.prompts.user_response(answer or "", self.step, self.options.max_steps)
 
-    def _finish(self, status: str, message: str, exit_code: int) -> RunFinished:
+    def _finish(self, status: RunStatus, message: str, exit_code: int) -> RunFinished:
         self.state = "done"
         result = RunFinished(
-            status=status,  # type: ignore[arg-type]
+            status=status,
             steps=self.reached,
             message=message,
             exit_code=exit_code,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kosmos.hosts.runner import Runner
-from kosmos.llm.provider import Provider, Reply
+from kosmos.llm.provider import Capabilities, Provider, Reply
 
 
 class BoundedProvider:
@@ -21,7 +21,7 @@ class BoundedProvider:
         self._slots = asyncio.Semaphore(limit)
 
     @property
-    def capabilities(self) -> Any:
+    def capabilities(self) -> Capabilities:
         # Shared on purpose: a capability one host's request had refused stays off for all.
         return self.inner.capabilities
 

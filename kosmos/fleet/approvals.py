@@ -200,7 +200,7 @@ class ApprovalBroker:
             try:
                 async with self._lock:
                     decision = await self.desk.decide(ApprovalRequest(prop, hosts))
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting session
+            except BaseException as e:  # handed to the waiting session
                 if not head.future.done():
                     head.future.set_exception(e)
                 if isinstance(e, asyncio.CancelledError):

@@ -34,7 +34,7 @@ from kosmos.events import (
     RunFinished,
     RunStarted,
 )
-from kosmos.llm.provider import Provider, Reply
+from kosmos.llm.provider import Capabilities, Provider, Reply
 from kosmos.skills.model import Skill
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class CanaryProvider:
         self.base_url = replay.real_provider.base_url
 
     @property
-    def capabilities(self) -> Any:
+    def capabilities(self) -> Capabilities:
         return self.replay.real_provider.capabilities
 
     async def complete(self, messages: Sequence[Message], **kwargs: Any) -> Reply:

@@ -25,7 +25,14 @@ from kosmos.events import Event
 
 # A fleet exits with the first of these codes that some host ended with; a fleet stopped
 # early (its record could not be kept, its output was closed, Ctrl-C) comes first.
-EXIT_PRIORITY = (EXIT_RECORD, EXIT_PIPE, EXIT_INTERRUPTED, EXIT_HOST, EXIT_LLM, EXIT_FAILED)
+EXIT_PRIORITY: tuple[int, ...] = (
+    EXIT_RECORD,
+    EXIT_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_HOST,
+    EXIT_LLM,
+    EXIT_FAILED,
+)
 EXIT_PRIORITY += (EXIT_NEEDS_INPUT, EXIT_STEP_LIMIT, EXIT_USAGE)
 
 

@@ -149,7 +149,7 @@ class Console:
                 )
             except EOFError:
                 value = EndOfInput("standard input closed")
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting task
+            except BaseException as e:  # handed to the waiting task
                 value = e
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(deliver, value)

@@ -29,20 +29,6 @@ from kosmos.frontends.console import Console, EndOfInput
 REDRAW_S = 0.25
 COMMAND_WIDTH = 48
 
-_COLORS = {
-    "done": "32",
-    "failed": "31",
-    "error": "31",
-    "unreachable": "31",
-    "aborted": "31",
-    "step_limit": "33",
-    "needs_input": "33",
-    "skipped": "2",
-    "approval": "35",
-    "question": "35",
-    "queued": "2",
-}
-
 
 def _short(text: str | None, width: int = COMMAND_WIDTH) -> str:
     if not text:
@@ -254,8 +240,7 @@ class LineFleetDesk:
                 return FleetAnswer(value or None)
             shared = f"The same answer for {len(others)} more host(s) asking this? [Y/n] "
             reply = (await self._ask(shared)).strip()
-            scope = "host" if reply.lower() in ("n", "no") else "all"
-            return FleetAnswer(value or None, scope)
+            return FleetAnswer(value or None, "host" if reply.lower() in ("n", "no") else "all")
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
         with self.view.paused():

@@ -42,7 +42,7 @@ def _on_host(host: str, settings: Settings, work: Callable[[Runner], Awaitable[T
 def list_skills(settings: Settings, extra: Sequence[Path], host: str | None) -> int:
     library = _library(settings, extra)
     skills = library.list()
-    rows = [(s.name, s.summary, s.source) for s in skills]
+    rows: list[tuple[str, ...]] = [(s.name, s.summary, s.source) for s in skills]
     problems = [*library.errors, *(w for s in skills for w in s.warnings)]
     if host:
         timeout = settings.remote_skill_timeout

@@ -23,7 +23,7 @@ def fail_early(error: KosmosError, console: Console, redactor: Redactor, *, json
     if json:
         JsonRenderer(console=console)(
             RunFinished(
-                status=error.status,  # type: ignore[arg-type]
+                status=error.status,
                 steps=0,
                 message=message,
                 exit_code=error.exit_code,

@@ -33,6 +33,7 @@ from kosmos.hosts.identities import (
     identity_blobs,
     identity_files,
 )
+from kosmos.hosts.keywords import int_option, words_option
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.patience import within
 from kosmos.hosts.runner import HostPrompter
@@ -216,7 +217,7 @@ class Connector:
             raise SSHConfigError(
                 f"{host}: {e}; fix that line (`ssh -G {host}` shows how OpenSSH reads the file)"
             ) from None
-        except Exception as e:  # noqa: BLE001 - whatever asyncssh trips on, it is the file
+        except Exception as e:  # whatever asyncssh trips on, it is the file
             raise SSHConfigError(
                 f"{host}: cannot use {self.ssh_config.path} ({type(e).__name__}: {e}); check it "
                 f"with `ssh -G {host}`"
@@ -246,7 +247,7 @@ class Connector:
         except SSHConfigError:
             config = None  # a message about another failure still names the hop as given
         host = str(config.get("Hostname", hop.host)) if config else hop.host
-        port = int(config.get("Port", hop.port or 22)) if config else hop.port or 22
+        port = int_option(config, "Port", hop.port or 22) if config else hop.port or 22
         user = hop.user or (str(config.get("User", "")) if config else "") or getpass.getuser()
         return host, port, user
 
@@ -366,7 +367,7 @@ class Connector:
                     keepalive_interval=self.keepalive_interval,
                     keepalive_count_max=self.keepalive_count_max,
                     # SendEnv's patterns as exact names, none of them a key kosmos holds.
-                    send_env=forwarded(config.get("SendEnv") or (), os.environ, self.secrets),
+                    send_env=forwarded(words_option(config, "SendEnv"), os.environ, self.secrets),
                 )
                 conn = await within(attempt, self.connect_timeout)
                 return conn, client

@@ -21,11 +21,13 @@ from asyncssh.public_key import get_certificate_algs, get_default_public_key_alg
 from kosmos.errors import HostError
 from kosmos.hosts.keywords import (
     DEFAULT_GLOBAL_KNOWN_HOSTS,
-    DEFAULT_STRICT,
     DEFAULT_USER_KNOWN_HOSTS,
     OPENSSH_HOST_KEY_ALGS,
     Strict,
     expand_home,
+    int_option,
+    strict_option,
+    words_option,
 )
 from kosmos.hosts.known_hosts import KnownHostsCache, append_entry
 from kosmos.hosts.runner import HostPrompter
@@ -84,21 +86,17 @@ class TrustRules:
     @classmethod
     def from_config(cls, config: SSHClientConfig, host: str, home: Path) -> TrustRules:
         """The rules for `host` from its parsed ssh_config (keywords.ClientConfig)."""
-        user = config.get("UserKnownHostsFile")
-        if user is None:
-            user = DEFAULT_USER_KNOWN_HOSTS
-        system = config.get("GlobalKnownHostsFile")
-        if system is None:
-            system = DEFAULT_GLOBAL_KNOWN_HOSTS
+        user = words_option(config, "UserKnownHostsFile", DEFAULT_USER_KNOWN_HOSTS)
+        system = words_option(config, "GlobalKnownHostsFile", DEFAULT_GLOBAL_KNOWN_HOSTS)
         alias = config.get("HostKeyAlias")
         return cls(
             host=str(config.get("Hostname", host)),
-            port=int(config.get("Port", DEFAULT_PORT)),  # type: ignore[call-overload]
+            port=int_option(config, "Port", DEFAULT_PORT),
             alias=str(alias) if alias else None,
-            user_files=tuple(expand_home(str(p), home) for p in user),  # type: ignore[attr-defined]
+            user_files=tuple(expand_home(p, home) for p in user),
             # OpenSSH expands neither `~` nor %-tokens here: the names are used as written.
-            global_files=tuple(Path(str(p)) for p in system),  # type: ignore[attr-defined]
-            strict=config.get("StrictHostKeyChecking", DEFAULT_STRICT),  # type: ignore[arg-type]
+            global_files=tuple(Path(p) for p in system),
+            strict=strict_option(config),
             hash_known_hosts=bool(config.get("HashKnownHosts", False)),
         )
 

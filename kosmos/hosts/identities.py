@@ -15,7 +15,7 @@ from pathlib import Path
 import asyncssh
 from asyncssh.config import SSHClientConfig
 
-from kosmos.hosts.keywords import expand_home
+from kosmos.hosts.keywords import expand_home, words_option
 
 # The keys `ssh` tries by default, in its order.
 DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_ecdsa_sk", "id_ed25519_sk", "id_rsa", "id_dsa")
@@ -40,19 +40,17 @@ def agent_path(config: SSHClientConfig, environ: Mapping[str, str], home: Path) 
 
 def identity_files(config: SSHClientConfig, ssh_dir: Path, home: Path) -> list[Path]:
     """IdentityFile's keys that exist, else the default ones."""
-    configured = config.get("IdentityFile", ())
-    files = [expand_home(str(f), home) for f in configured] or [  # type: ignore[attr-defined]
-        ssh_dir / name for name in DEFAULT_KEYS
-    ]
+    configured = words_option(config, "IdentityFile")
+    files = [expand_home(f, home) for f in configured] or [ssh_dir / name for name in DEFAULT_KEYS]
     return [f for f in files if f.is_file()]
 
 
 def certificates(config: SSHClientConfig, home: Path) -> list[asyncssh.SSHCertificate]:
     """CertificateFile's certificates that can be read (ssh skips the others too)."""
     found: list[asyncssh.SSHCertificate] = []
-    for name in config.get("CertificateFile", ()):  # type: ignore[attr-defined]
+    for name in words_option(config, "CertificateFile"):
         with contextlib.suppress(OSError, asyncssh.KeyImportError):
-            found += asyncssh.load_certificates(str(expand_home(str(name), home)))
+            found += asyncssh.load_certificates(str(expand_home(name, home)))
     return found
 
 
@@ -79,7 +77,7 @@ async def agent_key_blobs(path: str | None) -> list[bytes]:
         return []
     try:
         return [key.key_public_data for key in await agent.get_keys()]
-    except Exception:  # noqa: BLE001 - an agent that does not answer holds no keys
+    except Exception:  # an agent that does not answer holds no keys
         return []
     finally:
         agent.close()

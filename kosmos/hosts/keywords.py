@@ -7,6 +7,7 @@ table, so one parse of ~/.ssh/config answers every question kosmos asks about a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -89,6 +90,28 @@ def expand_home(path: str, home: Path) -> Path:
     if path == "~" or path.startswith("~/"):
         return home / path[2:]
     return Path(path).expanduser()
+
+
+def int_option(config: SSHConfig, option: str, default: int) -> int:
+    """An integer keyword's value (asyncssh stores it parsed), else `default`."""
+    value = config.get(option, default)
+    return value if isinstance(value, int) else int(str(value))
+
+
+def words_option(config: SSHConfig, option: str, default: Sequence[str] = ()) -> list[str]:
+    """A keyword's list of words (file names, patterns), else `default`."""
+    value = config.get(option)
+    if value is None:
+        return list(default)
+    if isinstance(value, list | tuple):
+        return [str(word) for word in value]
+    return [str(value)]
+
+
+def strict_option(config: SSHConfig) -> Strict:
+    """StrictHostKeyChecking as `ClientConfig` parsed it, else the default (`ask`)."""
+    value = config.get("StrictHostKeyChecking")
+    return STRICT_VALUES.get(str(value), DEFAULT_STRICT) if value is not None else DEFAULT_STRICT
 
 
 class ClientConfig(SSHClientConfig):

@@ -13,6 +13,7 @@ import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kosmos.hosts.environment import command_env
 from kosmos.hosts.lock import LEARN_TIMEOUT, HostLock, LockConfig
@@ -152,7 +153,7 @@ class LocalRunner:
             await proc.wait()
 
         work = asyncio.ensure_future(finished())
-        waiters: set[asyncio.Future[object]] = {work}
+        waiters: set[asyncio.Future[Any]] = {work}
         stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
         if stopper is not None:
             waiters.add(stopper)

@@ -47,8 +47,6 @@ DEFAULT_PORTS = (80, 443)
 # How long learning what a host offers may take, where no other timeout applies.
 LEARN_TIMEOUT = 10.0
 PRELUDES = Path(__file__).resolve().parent / "prelude"
-# The status of a prelude that could not set the lock (nothing of the command ran).
-LOCK_FAILED = 126
 PROBE_MARK = "lock "
 
 # What an errno from landlock_create_ruleset's version query means for the operator.
@@ -157,8 +155,8 @@ def parse_probe(line: str) -> LockStatus:
                 why=f"{name} was refused ({got.get(step) or 'no answer'})",
             )
     seccomp = got.get("seccomp") == "ok"
-    why = None if seccomp else f"refused ({got.get('seccomp') or 'no answer'})"
-    return LockStatus(abi=abi, seccomp=seccomp, interpreter=via, arch=arch, why=why)
+    refused = None if seccomp else f"refused ({got.get('seccomp') or 'no answer'})"
+    return LockStatus(abi=abi, seccomp=seccomp, interpreter=via, arch=arch, why=refused)
 
 
 def _rights(names: tuple[str, ...], abi: int) -> int:

@@ -184,9 +184,12 @@ class Runner(Protocol):
     """One host. `local` runs on this machine; SSH runners keep one connection per host."""
 
     name: str
-    # The shell commands run under; None until the host has said (the policy then reads a
-    # command as bash and as sh).
-    dialect: Shell | None
+
+    @property
+    def dialect(self) -> Shell | None:
+        """The shell commands run under; None until the host has said (the policy then reads
+        a command as bash and as sh)."""
+        ...
 
     async def connect(self) -> None:
         """Open the connection (no-op for local); raises HostError with what to check."""
@@ -239,8 +242,14 @@ class Runner(Protocol):
     async def close(self) -> None: ...
 
 
+class FileReader(Protocol):
+    """What `read_first_each` needs of a runner."""
+
+    async def read_file(self, path: str, *, timeout: float) -> str | None: ...
+
+
 async def read_first_each(
-    runner: Runner, paths: Sequence[str], *, timeout: float
+    runner: FileReader, paths: Sequence[str], *, timeout: float
 ) -> tuple[str, str] | None:
     """`Runner.read_first` for runners where a file read is cheap: one `read_file` per path."""
     for path in paths:

@@ -8,11 +8,12 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 
 from kosmos.errors import HostError
-from kosmos.hosts.connect import Connector, Link
+from kosmos.hosts.connect import KEEPALIVE_COUNT_MAX, KEEPALIVE_INTERVAL, Connector, Link
 from kosmos.hosts.lock import LEARN_TIMEOUT, HostLock, LockConfig
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import (
@@ -73,21 +74,21 @@ class SSHRunner(RemoteReads, RemoteUploads):
         self.target = target
         self.name = target.label
         self.notify = notify
-        extra: dict[str, float | int] = {}
-        if keepalive_interval is not None:
-            extra["keepalive_interval"] = keepalive_interval
-        if keepalive_count_max is not None:
-            extra["keepalive_count_max"] = keepalive_count_max
+        if keepalive_interval is None:
+            keepalive_interval = KEEPALIVE_INTERVAL
+        if keepalive_count_max is None:
+            keepalive_count_max = KEEPALIVE_COUNT_MAX
         self.connector = Connector(
             target,
             connect_timeout=connect_timeout,
             prompter=prompter,
             notify=self._notice,
             home=home,
+            keepalive_interval=keepalive_interval,
+            keepalive_count_max=keepalive_count_max,
             ssh_config=ssh_config,
             passphrases=passphrases,
             secrets=secrets,
-            **extra,
         )
         self._link: Link | None = None
         self._connected_once = False
@@ -362,7 +363,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         # Its failure is raised below; on a cancel it is seen here, never left unretrieved.
         work.add_done_callback(_retrieve)
         stoppers = [asyncio.ensure_future(e.wait()) for e in (stop, full) if e is not None]
-        waiters: set[asyncio.Future[object]] = {work, *stoppers}
+        waiters: set[asyncio.Future[Any]] = {work, *stoppers}
         lost = asyncio.ensure_future(link.client.closed.wait())
         timed_out = cancelled = False
         try:
@@ -415,7 +416,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
     async def _end(
         self,
         link: Link,
-        proc: asyncssh.SSHClientProcess,
+        proc: asyncssh.SSHClientProcess[bytes],
         pgid: list[int],
         pgid_known: asyncio.Event,
         work: asyncio.Future[None],

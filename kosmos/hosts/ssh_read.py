@@ -52,6 +52,8 @@ class RemoteReads:
     """read_file and read_first for SSHRunner: one remote command per read."""
 
     name: str
+    # What `uname -s` says there, learnt with the first read; None until then.
+    os: str | None = None
 
     async def _exec(
         self, command: str, *, timeout: float, buffer: OutputBuffer, limit: int | None = None
@@ -104,7 +106,7 @@ class RemoteReads:
         listed = " ".join(_remote_path(p) for p in paths)
         # The first read also asks for the kernel's name and what the kernel lock can be
         # there: one round trip for the three.
-        ask_os = getattr(self, "os", None) is None
+        ask_os = self.os is None
         kit = host_lock(self)
         ask_lock = kit is not None and kit.status is None
         command = (

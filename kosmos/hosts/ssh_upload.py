@@ -75,6 +75,11 @@ def _info(name: str, kind: bytes, mode: int) -> tarfile.TarInfo:
     return info
 
 
+def _text(out: bytes | str | None) -> str:
+    """A command's output, run with `encoding=None`, as text."""
+    return out.decode(errors="replace") if isinstance(out, bytes) else out or ""
+
+
 class RemoteUploads:
     """upload_tree for SSHRunner."""
 
@@ -165,11 +170,11 @@ class RemoteUploads:
         token = secrets.token_hex(4)
         command = f"exec sh -c {shlex.quote(_UNTAR)} kosmos {shlex.quote(dest)} {token}"
         result = await conn.run(command, input=tar_of(files), encoding=None, check=False)
-        lines = bytes(result.stdout or b"").decode(errors="replace").split()
+        lines = _text(result.stdout).split()
         if result.exit_status == 0 and len(lines) >= 2 and lines[-1] in ("sent", "reused"):
             return lines[-2], lines[-1] == "sent"
         why = {97: "it has no `tar` either", 98: "`tar -x` failed there"}.get(
-            result.exit_status or 0, bytes(result.stderr or b"").decode(errors="replace").strip()
+            result.exit_status or 0, _text(result.stderr).strip()
         )
         raise HostError(
             f"{self.name}: could not upload the skill's files to ~/{dest}: its sshd offers no "

@@ -39,7 +39,7 @@ def local_user() -> str:
     """This machine's user name, as ssh_config's `%u` and `Match localuser` see it."""
     try:
         return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no name for this uid (a bare container): use the number
+    except Exception:  # no name for this uid (a bare container): use the number
         return str(os.getuid())
 
 
@@ -208,9 +208,9 @@ class SSHConfigFile:
                 tokens.append((line_no, loption, tuple(args)))
         opened: list[int] = []
         named: dict[str, list[int]] = {}
-        for i, (_, loption, args) in enumerate(tokens):
-            if loption == "host" and not any(c in a for a in args for c in "*?!"):
-                for name in ",".join(args).split(","):
+        for i, (_, loption, words) in enumerate(tokens):
+            if loption == "host" and not any(c in a for a in words for c in "*?!"):
+                for name in ",".join(words).split(","):
                     named.setdefault(name, []).append(i)
             elif loption in conditionals:
                 opened.append(i)

@@ -60,12 +60,16 @@ TypedContent = Annotated[
 ]
 
 
+# Who says a message of a request's context.
+Role = Literal["system", "user", "assistant"]
+
+
 class ContextMessage(BaseModel):
     """One message of a request's context: text, or a typed object a handler renders."""
 
     model_config = ConfigDict(frozen=True)
 
-    role: Literal["system", "user", "assistant"]
+    role: Role
     content: str | TypedContent | BaseModel
 
 
@@ -77,11 +81,11 @@ class Draft:
     llm: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens overrides
     messages: list[Message] = field(default_factory=list)
 
-    def add(self, role: str, text: str) -> None:
-        self.messages.append(Message(role=role, content=text))  # type: ignore[arg-type]
+    def add(self, role: Role, text: str) -> None:
+        self.messages.append(Message(role=role, content=text))
 
 
-Handler = Callable[[Any, str, Draft], None]
+Handler = Callable[[Any, Role, Draft], None]
 
 
 def _capped(text: str) -> str:
@@ -94,18 +98,18 @@ def _capped(text: str) -> str:
     return kept
 
 
-def render_state(item: StateContent, role: str, draft: Draft) -> None:
+def render_state(item: StateContent, role: Role, draft: Draft) -> None:
     # The [SYSTEM STATE] block.
     body = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in item.state.items())
     draft.add(role, f"[{item.title}]\n{body}")
 
 
-def render_command_output(item: CommandOutputContent, role: str, draft: Draft) -> None:
+def render_command_output(item: CommandOutputContent, role: Role, draft: Draft) -> None:
     status = "" if item.exit_code in (0, None) else f"\n[exit code: {item.exit_code}]"
     draft.add(role, f"$ {item.command}\n{_capped(item.output)}{status}")
 
 
-def render_file(item: FileContent, role: str, draft: Draft) -> None:
+def render_file(item: FileContent, role: Role, draft: Draft) -> None:
     draft.add(role, f"--- File: {item.path} ---\n{_capped(item.text)}")
 
 
@@ -119,9 +123,9 @@ class ContentTypes:
     def default(cls) -> ContentTypes:
         return cls(
             {
-                "state": render_state,  # type: ignore[dict-item]
-                "command_output": render_command_output,  # type: ignore[dict-item]
-                "file": render_file,  # type: ignore[dict-item]
+                "state": render_state,
+                "command_output": render_command_output,
+                "file": render_file,
             }
         )
 
@@ -153,5 +157,5 @@ def as_context(messages: Iterable[Message]) -> list[ContextMessage]:
     out = []
     for m in messages:
         role = m.role if m.role in ("system", "user", "assistant") else "user"
-        out.append(ContextMessage(role=role, content=m.content))  # type: ignore[arg-type]
+        out.append(ContextMessage(role=role, content=m.content))
     return out

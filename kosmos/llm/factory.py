@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from kosmos.config import ENV_API_KEYS, Settings
@@ -9,6 +10,9 @@ from kosmos.errors import ConfigError
 from kosmos.llm.http import LLMHttp
 from kosmos.llm.openai import OpenAIProvider
 from kosmos.llm.provider import Capabilities, Provider
+
+if TYPE_CHECKING:
+    from kosmos.llm.gemini import GeminiProvider
 
 
 def key_hint(settings: Settings) -> str:
@@ -43,7 +47,7 @@ def make_provider(settings: Settings) -> Provider:
         url_from=settings.base_url_from,
     )
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    cls: type[Provider] = OpenAIProvider
+    cls: type[OpenAIProvider | GeminiProvider] = OpenAIProvider
     if settings.provider == "gemini":
         from kosmos.llm.gemini import GeminiProvider
 
@@ -54,5 +58,5 @@ def make_provider(settings: Settings) -> Provider:
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
         api_key=api_key,
-        capabilities=Capabilities(**settings.capabilities()),
+        capabilities=Capabilities.of(settings.capabilities()),
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -66,6 +66,15 @@ class Capabilities:
     json_mode: bool = True
     rejected: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, switches: Mapping[str, bool]) -> Capabilities:
+        """The capabilities config switches on or off; one it does not name is on."""
+        return cls(
+            json_schema=switches.get("json_schema", True),
+            tools=switches.get("tools", True),
+            json_mode=switches.get("json_mode", True),
+        )
+
     def has(self, capability: Capability) -> bool:
         return bool(getattr(self, capability)) and capability not in self.rejected
 
@@ -104,7 +113,11 @@ class Provider(Protocol):
     name: str
     model: str
     base_url: str
-    capabilities: Capabilities
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What it can do; a capability the server rejects is marked on this object."""
+        ...
 
     async def complete(
         self,

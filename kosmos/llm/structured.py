@@ -242,7 +242,7 @@ class StructuredClient:
             StructuredExchange(
                 step=step,
                 context=draft.messages,
-                schema=draft.schema,
+                schema_=draft.schema,
                 name=name,
                 llm=draft.llm,
                 strategy=strategy,

@@ -9,6 +9,7 @@ transcript of its own. What does not run is the tool's error, with the reason.
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -49,7 +50,9 @@ class HostCalls:
         assert settings.transcript_dir is not None
         return default_path(settings.transcript_dir, DIRECT_TRANSCRIPT, uuid.uuid4().hex)
 
-    def _open(self, host: str, asker: Asker, path: Path, show: list[Event]):  # noqa: ANN202
+    def _open(
+        self, host: str, asker: Asker, path: Path, show: list[Event]
+    ) -> AbstractAsyncContextManager[DirectHost]:
         o = self.options
         return open_host(
             o.target(host),

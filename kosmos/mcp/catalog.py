@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from kosmos.config import Settings
+from kosmos.engine.approval import Policy
 from kosmos.engine.guard import visible
 from kosmos.mcp.models import (
     HostCheckInfo,
@@ -47,15 +48,16 @@ def known_hosts(options: McpOptions) -> list[HostInfo]:
     for alias in options.ssh_config.aliases():
         add(alias, alias, "ssh_config")
     inv = options.hosts_inventory
-    for name in inv.hosts if inv is not None else ():
-        add(name, inv.resolve(name).target, "inventory")  # type: ignore[union-attr]
+    if inv is not None:
+        for name in inv.hosts:
+            add(name, inv.resolve(name).target, "inventory")
     for name in options.settings.hosts:
         add(name, name, "config")
     return list(found.values())
 
 
-def _policy(settings: Settings, name: str, target: str, flag: str) -> str:
-    policy, _ = resolve_policy(settings, name, flag=flag, target=target)  # type: ignore[arg-type]
+def _policy(settings: Settings, name: str, target: str, flag: Policy) -> str:
+    policy, _ = resolve_policy(settings, name, flag=flag, target=target)
     return policy
 
 

@@ -22,7 +22,6 @@ from mcp.server.mcpserver import MCPServer
 from kosmos.errors import UsageError
 
 TOKEN_ENV = "KOSMOS_MCP_TOKEN"
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
 DEFAULT_HOST = "127.0.0.1"
 # A session nobody has used this long is closed, and with it what it still runs.
 SESSION_IDLE_TIMEOUT_S = 30 * 60

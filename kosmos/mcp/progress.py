@@ -55,7 +55,7 @@ class Progress:
             self.sent += 1
             try:
                 await self.report(self.sent, None, line)
-            except Exception:  # noqa: BLE001 - a client that stopped listening ends no run
+            except Exception:  # a client that stopped listening ends no run
                 pass
             finally:
                 self._queue.task_done()

@@ -276,8 +276,9 @@ class _Parser(Lexer):
         self._skip_newlines()
         if self._is_word(self.peek(), "in"):
             self.take()
-            while self.peek().kind == "word" and self.peek().word is not None:
-                words.append(self.take().word)  # type: ignore[arg-type]
+            while (tok := self.peek()).kind == "word" and tok.word is not None:
+                words.append(tok.word)
+                self.take()
             tok = self.take()
             if tok.kind not in ("newline",) and not (tok.kind == "op" and tok.value == ";"):
                 raise ShellSyntaxError(f"expected ';' after the for list, found {tok.describe()}")

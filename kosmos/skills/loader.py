@@ -109,18 +109,20 @@ def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: s
         # No frontmatter: kosmos-panel runs such a file with the folder name as its name.
         body, body_line = text.strip(), start + 1
     else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].rstrip() == "---"), None)
-        if end is None:
+        closing = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].rstrip() == "---"), None
+        )
+        if closing is None:
             raise SkillError(
                 f"{path}:{start + 1}: the frontmatter opened by '---' is never closed; "
                 "add a line '---' after its last key"
             )
         first_line = start + 2
         data, where, warnings = _read_frontmatter(
-            "\n".join(lines[start + 1 : end]), path, first_line
+            "\n".join(lines[start + 1 : closing]), path, first_line
         )
-        body = "\n".join(lines[end + 1 :]).strip()
-        body_line = min(end + 2, len(lines))
+        body = "\n".join(lines[closing + 1 :]).strip()
+        body_line = min(closing + 2, len(lines))
     if not body:
         raise SkillError(
             f"{path}:{body_line}: the skill has no instructions; write the steps for the LLM "

@@ -117,11 +117,10 @@ class KosmosApp(App[int]):
 
         def answered(quit_now: bool | None) -> None:
             if quit_now:
-                for controller in [
-                    *self.main.runs.values(),
-                    *(f for s in fleets for f in s.feeds.values()),
-                ]:
+                for controller in self.main.runs.values():
                     controller.stop_command()
+                for feed in (f for s in fleets for f in s.feeds.values()):
+                    feed.stop_command()
                 chat_stop_command(self)
                 self.exit(0)
 

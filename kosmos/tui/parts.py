@@ -56,8 +56,12 @@ class TuiParts(Protocol):
 
     config: TuiConfig
     pool: HostPool
-    prompter: HostPrompter
     redactor: Redactor
+
+    @property
+    def prompter(self) -> HostPrompter:
+        """Asks the person about host keys and passwords, for every host of the pool."""
+        ...
 
     def new_redactor(self) -> Redactor:
         """A run's own redactor, fed as secrets appear in that run."""

@@ -10,7 +10,7 @@ from textual.message_pump import MessagePump
 
 from kosmos.config import Settings
 from kosmos.engine.session import Session
-from kosmos.errors import EXIT_INTERRUPTED, KosmosError
+from kosmos.errors import EXIT_INTERRUPTED, KosmosError, RunStatus
 from kosmos.events import CommandOutput, Event, RunFinished
 from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
@@ -82,10 +82,10 @@ class RunController:
                     self._end(e.status, str(e), e.exit_code)
                     return None
 
-    def _end(self, status: str, message: str, exit_code: int) -> None:
+    def _end(self, status: RunStatus, message: str, exit_code: int) -> None:
         """A run that ended before its session started (host unreachable, cancelled)."""
         self.result = RunFinished(
-            status=status,  # type: ignore[arg-type]
+            status=status,
             steps=0,
             message=message,
             exit_code=exit_code,

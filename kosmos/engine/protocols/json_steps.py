@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kosmos.engine.parser import ACTION_TAGS, Parsed, canonical
+from kosmos.engine.parser import Parsed, action_kind, canonical
 from kosmos.engine.protocols.base import OnRetry, Turn
 from kosmos.events import Emit, Message
 from kosmos.llm.content import as_context
@@ -32,18 +32,10 @@ MemoryAction = Literal[
 ]
 
 
-class StepAction(BaseModel):
-    """One step: what to do, and its text (the command, question, message or summary)."""
+class _Tolerant(BaseModel):
+    """What both step schemas accept beyond their own fields: the spellings small models use."""
 
     model_config = ConfigDict(extra="forbid")
-
-    action: Action = Field(
-        description="cmd: run a command; ask: a required question; ask_optional: a question "
-        "the user may skip; message: show and continue; done: the skill is complete"
-    )
-    text: str = Field(
-        description="the shell command, the question, the message or the final summary"
-    )
 
     @model_validator(mode="before")
     @classmethod
@@ -63,10 +55,22 @@ class StepAction(BaseModel):
         return data
 
 
-class MemoryStepAction(StepAction):
+class StepAction(_Tolerant):
+    """One step: what to do, and its text (the command, question, message or summary)."""
+
+    action: Action = Field(
+        description="cmd: run a command; ask: a required question; ask_optional: a question "
+        "the user may skip; message: show and continue; done: the skill is complete"
+    )
+    text: str = Field(
+        description="the shell command, the question, the message or the final summary"
+    )
+
+
+class MemoryStepAction(_Tolerant):
     """A step with --memory: the five actions, [GET-FILE] and the memory actions."""
 
-    action: MemoryAction = Field(  # type: ignore[assignment]
+    action: MemoryAction = Field(
         description="cmd: run a command; ask: a required question; ask_optional: a question "
         "the user may skip; message: show and continue; done: the skill is complete; get_file: "
         "read a file on the host; store, append_memory, retrieve, list_memory, delete_memory: "
@@ -94,9 +98,9 @@ class MemoryStepAction(StepAction):
         return data
 
 
-def _parsed(value: StepAction) -> Parsed | None:
-    if value.action in ACTION_TAGS:
-        kind = value.action
+def _parsed(value: StepAction | MemoryStepAction) -> Parsed | None:
+    kind = action_kind(value.action)
+    if kind is not None:
         text = value.text.strip()
         if kind == "get_file" and not text:
             return None
@@ -104,7 +108,7 @@ def _parsed(value: StepAction) -> Parsed | None:
         if kind not in ("store", "append_memory"):
             content = ""
         text = "" if kind == "list_memory" else text
-        return Parsed(kind, text, canonical=canonical(kind, text, content=content), content=content)  # type: ignore[arg-type]
+        return Parsed(kind, text, canonical=canonical(kind, text, content=content), content=content)
     text = value.text.strip()
     if value.action == "ask_optional":
         return Parsed("ask", text, False, False, canonical("ask", text, False)) if text else None
@@ -132,9 +136,9 @@ class JsonProtocol:
         self.prompts = prompts
         self.client = StructuredClient(provider, prompts, emit=emit)
         # Without --memory the schema stays the five actions.
-        self.model: type[StepAction] = MemoryStepAction if memory else StepAction
+        self.model: type[StepAction | MemoryStepAction] = MemoryStepAction if memory else StepAction
         # The last reply and what it validated to (or why it did not).
-        self._last: tuple[Reply, StepAction | str] | None = None
+        self._last: tuple[Reply, StepAction | MemoryStepAction | str] | None = None
 
     def system_prompt(self, parts: SystemParts) -> str:
         return self.prompts.system(
@@ -156,7 +160,7 @@ class JsonProtocol:
     def parse(self, reply: Reply) -> Turn:
         value = self._last[1] if self._last is not None and self._last[0] is reply else None
         self._last = None
-        if not isinstance(value, StepAction):
+        if not isinstance(value, StepAction | MemoryStepAction):
             return Turn(reply, None, problem=value or "not a step action")
         parsed = _parsed(value)
         if parsed is None:

@@ -8,8 +8,9 @@ the tags protocol.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from kosmos.engine.parser import ACTION_TAGS, NoDirective, Parsed, canonical, parse_reply
+from kosmos.engine.parser import ACTION_TAGS, Kind, NoDirective, Parsed, canonical, parse_reply
 from kosmos.engine.protocols.base import OnRetry, Turn
 from kosmos.errors import LLMError
 from kosmos.events import Emit, Message, Notice, ToolCall
@@ -17,7 +18,7 @@ from kosmos.llm.provider import CapabilityRejected, Provider, Reply, ToolSpec
 from kosmos.prompts import Prompts, SystemParts
 
 
-def _object(properties: dict, required: list[str]) -> dict:
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
@@ -98,7 +99,7 @@ MEMORY_TOOLS = (
 )
 
 # tool name -> (directive kind, argument that holds its text)
-_KINDS = {
+_KINDS: dict[str, tuple[Kind, str]] = {
     "run_command": ("cmd", "command"),
     "ask_user": ("ask", "question"),
     "show_message": ("message", "text"),
@@ -129,12 +130,12 @@ def _directive(call: ToolCall) -> tuple[Parsed | None, str | None]:
         content = raw.strip("\n").rstrip() if isinstance(raw, str) else ""
         parsed = Parsed(
             kind, text, canonical=canonical(kind, text, content=content), content=content
-        )  # type: ignore[arg-type]
+        )
         return parsed, None
     text = text or "Skill completed"
     optional = call.args.get("optional") in (True, "true", "True")
     required = not (kind == "ask" and optional)
-    return Parsed(kind, text, required, False, canonical(kind, text, required)), None  # type: ignore[arg-type]
+    return Parsed(kind, text, required, False, canonical(kind, text, required)), None
 
 
 class ToolsProtocol:

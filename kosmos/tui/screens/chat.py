@@ -8,7 +8,7 @@ approvals. The screen stays installed, so leaving it (escape) keeps the conversa
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +94,9 @@ class ChatScreen(Screen[None]):
         elif self.agent is not None and self.host != self._selected_host():
             self._work(self._follow_host())
 
-    def _work(self, job: object) -> None:
+    def _work(self, job: Coroutine[Any, Any, None]) -> None:
         self._set_busy(True)
-        self.run_worker(job, group="chat", exit_on_error=False)  # type: ignore[arg-type]
+        self.run_worker(job, group="chat", exit_on_error=False)
 
     def _set_busy(self, busy: bool) -> None:
         # The input keeps the focus while the agent works (lines typed then are refused): moving

@@ -110,7 +110,7 @@ class ParamsForm(Vertical):
         """Focus the first required field left empty, else the first field (if any)."""
         values = self.values()
         empty = [p for p in self.skill.params if p.required and p.name not in values]
-        first = (empty or list(self.skill.params) or [None])[0]
+        first = next(iter(empty or self.skill.params), None)
         if first is not None:
             # At once, not deferred as focus() is: a run started right after takes it away.
             self.screen.set_focus(self.query_one(f"#{_field_id(first)}"))
