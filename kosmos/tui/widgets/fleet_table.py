@@ -260,7 +260,7 @@ class FleetTable(ScrollView, can_focus=True):
         if host is not None:
             self.post_message(self.Selected(host))
 
-    def _on_click(self, event: events.Click) -> None:
+    async def _on_click(self, event: events.Click) -> None:
         y = event.get_content_offset(self)
         if y is None or y.y == 0:
             return
