@@ -50,7 +50,7 @@ def fleet_screen(app: KosmosApp) -> FleetScreen:
     return screen
 
 
-def waiting_on(app: KosmosApp, command: str, count: int):  # noqa: ANN201
+def waiting_on(app: KosmosApp, command: str, count: int):
     def check() -> bool:
         screen = app.screen
         if not isinstance(screen, FleetScreen):
@@ -69,7 +69,7 @@ def waiting_on(app: KosmosApp, command: str, count: int):  # noqa: ANN201
     return check
 
 
-def fleet_done(app: KosmosApp):  # noqa: ANN201
+def fleet_done(app: KosmosApp):
     return lambda: isinstance(app.screen, FleetScreen) and bool(app.screen.query(FleetSummary))
 
 

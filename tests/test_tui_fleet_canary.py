@@ -21,7 +21,7 @@ def bindings(screen: FleetScreen) -> dict[str, bool]:
     return {b.binding.description: b.enabled for b in screen.active_bindings.values()}
 
 
-async def open_fleet(pilot, app) -> FleetScreen:  # noqa: ANN001
+async def open_fleet(pilot, app) -> FleetScreen:
     await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
     await pilot.press("ctrl+r")
     await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet screen")

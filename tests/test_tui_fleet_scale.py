@@ -30,7 +30,7 @@ class SeenTable(FleetTable):
         super().__init__()
         self.drawn_rows: list[int] = []
 
-    def render_line(self, y: int):  # noqa: ANN201 - Strip
+    def render_line(self, y: int):
         strip = super().render_line(y)
         if y > 0:
             self.drawn_rows.append(round(self.scroll_offset.y) + y - 1)

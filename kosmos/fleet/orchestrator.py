@@ -20,6 +20,7 @@ from kosmos.errors import (
     EXIT_INTERRUPTED,
     HostError,
     KosmosError,
+    RunStatus,
     UsageError,
 )
 from kosmos.events import (
@@ -280,7 +281,7 @@ class Fleet:
                 if runner is not None:
                     await _close_quietly(runner)
                 return
-            except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet
+            except Exception as e:
                 self._end_without_session(run, "error", EXIT_FAILED, f"{type(e).__name__}: {e}")
                 if runner is not None:
                     await _close_quietly(runner)
@@ -292,7 +293,7 @@ class Fleet:
                 )
             try:
                 await self._session(run, runner, record, replay_of)
-            except Exception as e:  # noqa: BLE001 - one host's fault must not stop the fleet
+            except Exception as e:
                 self._end_without_session(run, "error", EXIT_FAILED, f"{type(e).__name__}: {e}")
             finally:
                 await _close_quietly(runner)
@@ -358,7 +359,9 @@ class Fleet:
             case _:
                 pass
 
-    def _end_without_session(self, run: HostRun, status: str, exit_code: int, message: str) -> None:
+    def _end_without_session(
+        self, run: HostRun, status: RunStatus, exit_code: int, message: str
+    ) -> None:
         """A host that ended without a session result: unreachable, skipped, interrupted."""
         if run.result is not None:
             return
@@ -366,7 +369,7 @@ class Fleet:
         where = self.transcript_of(run.name) if self.transcript_of is not None else None
         result = RunFinished(
             host=run.name,
-            status=status if status in _RESULT_STATUSES else "error",  # type: ignore[arg-type]
+            status=status,
             steps=run.step,
             message=self.redact(message),
             exit_code=exit_code,
@@ -374,7 +377,7 @@ class Fleet:
             transcript=None if where is None else str(where),
         )
         run.result = result
-        run.state = status  # type: ignore[assignment]
+        run.state = status
         self._emit(result)
 
     # -- results -----------------------------------------------------------------------
@@ -407,11 +410,6 @@ class Fleet:
         )
 
 
-_RESULT_STATUSES = frozenset(
-    {"done", "failed", "step_limit", "needs_input", "error", "aborted", "skipped", "unreachable"}
-)
-
-
 async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
     """Run the hosts' coroutines together; cancelled, wait until every host has cleaned up.
 
@@ -434,5 +432,5 @@ async def _all(coros: list[Coroutine[Any, Any, None]]) -> None:
 async def _close_quietly(runner: Runner) -> None:
     try:
         await runner.close()
-    except Exception:  # noqa: BLE001 - closing a dead connection must not mask the result
+    except Exception:
         return

@@ -134,6 +134,8 @@ class HostFeed:
     def attach(self, view: RunView) -> None:
         """Show this host in `view`: its story so far, then what comes (and what it waits on)."""
         self.view = view
+        # A feed plays, for the view, the parts a single run's controller and operator play
+        # (the output tail, the decision handed back): the same calls, not the same classes.
         view.controller = self  # type: ignore[assignment]
         view.operator = self  # type: ignore[assignment]
         self.output = StepOutputs()

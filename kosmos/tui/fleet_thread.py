@@ -70,7 +70,7 @@ class FleetThread:
             try:
                 # A context of its own: nothing of the screen's (Textual's active app) leaks in.
                 self._runner.run(self._main(main), context=contextvars.Context())
-            except BaseException as e:  # noqa: BLE001 - reported to the screen, not lost
+            except BaseException as e:
                 error = e
             finally:
                 with contextlib.suppress(Exception):
@@ -108,7 +108,7 @@ class FleetThread:
                 return
             try:
                 future.set_result(fn())
-            except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+            except BaseException as e:
                 future.set_exception(e)
 
         if not self.call(run):

@@ -221,7 +221,7 @@ class FleetScreen(Screen[None]):
     async def _on_screen(self, item: OnScreen) -> None:
         try:
             value = await item.make()
-        except Exception as e:  # noqa: BLE001 - handed back to the host that asked
+        except Exception as e:
             item.reply(None, e)
         else:
             item.reply(value, None)

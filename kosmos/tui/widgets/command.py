@@ -24,10 +24,11 @@ LOG_LINES = 500
 
 
 def _size(count: int) -> str:
+    size = float(count)
     for unit in ("B", "KB", "MB"):
-        if count < 1024 or unit == "MB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
+        if size < 1024 or unit == "MB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
     return f"{count} B"
 
 

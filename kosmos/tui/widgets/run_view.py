@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from textual import on
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
@@ -75,7 +76,7 @@ class RunView(VerticalScroll):
         self._last_flush = 0.0
         self._flush_scheduled = False
 
-    def compose(self):  # noqa: ANN201 - ComposeResult
+    def compose(self) -> ComposeResult:
         yield Static(self.run_title, classes="run-title", id="run-title", markup=False)
 
     # -- helpers ------------------------------------------------------------------------
@@ -207,7 +208,7 @@ class RunView(VerticalScroll):
                 widget.write(output.take(step))
 
     @on(EngineEvent)
-    async def _event(self, message: EngineEvent) -> None:  # noqa: C901 - one branch per event type
+    async def _event(self, message: EngineEvent) -> None:
         event = message.event
         if self.gone:
             return
