@@ -50,9 +50,9 @@ class FleetThread:
     """Runs one coroutine (the fleet) in a loop of its own, in a daemon thread."""
 
     def __init__(self, name: str = "kosmos-fleet") -> None:
-        self._runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
+        self._asyncio = asyncio.Runner(loop_factory=asyncio.new_event_loop)
         # The loop exists now, so that calls can be queued before the thread runs it.
-        self.loop = self._runner.get_loop()
+        self.loop = self._asyncio.get_loop()
         self._thread: threading.Thread | None = None
         self._name = name
         self._task: asyncio.Task[Any] | None = None
@@ -69,12 +69,12 @@ class FleetThread:
             error: BaseException | None = None
             try:
                 # A context of its own: nothing of the screen's (Textual's active app) leaks in.
-                self._runner.run(self._main(main), context=contextvars.Context())
+                self._asyncio.run(self._main(main), context=contextvars.Context())
             except BaseException as e:
                 error = e
             finally:
                 with contextlib.suppress(Exception):
-                    self._runner.close()
+                    self._asyncio.close()
                 self._ended.set()
                 ended(error)
 
