@@ -19,6 +19,11 @@ main`, or `git archive main | tar -x -C DIR`) with the same floors, interleaved:
 runs floor, after, before once per row, so load changes hit all alike. Medians of `--repeat`
 rounds after one warm-up round; the load average is printed at the start and the end.
 
+Each cell gives the wall time and the contender's own CPU time (user + system of its process,
+not of its children): on loopback the hosts' side (sshd, the shells, the lock's prelude) runs
+on this machine's cores too, where a real fleet's hosts would carry it, and the other
+engineers' load sways the wall clock more than the CPU a process used.
+
     sudo python benchmarks/table.py [--repeat 5] [--before DIR] [--policy read-only]
         [--rows local,ssh,fleet,inprocess] [--hosts 1000] [--forks 100] [--inprocess-hosts 50]
 """
@@ -68,9 +73,9 @@ async def fleet():
 
 if how == "inside":
     asyncio.run(fleet())
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     asyncio.run(fleet())
-    print(time.perf_counter() - t)
+    print(time.perf_counter() - t, time.process_time() - c)
 else:
     asyncio.run(fleet())
 """
@@ -99,9 +104,9 @@ async def once():
     assert code == 0, frontend.console.out.getvalue()
 
 asyncio.run(once())
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 asyncio.run(once())
-print(time.perf_counter() - t)
+print(time.perf_counter() - t, time.process_time() - c)
 """
 
 LLM_SERVER = """
@@ -136,29 +141,45 @@ def fleet_home(home: Path, sshd, n: int) -> Path:  # noqa: ANN001 - tests.sshd.S
     return ssh
 
 
-def run_process(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv[:7])}... failed: {done.stderr.decode()[-1500:]}")
-    return done
+Timing = tuple[float, float]  # seconds: wall, and the CPU (user + system) of the process
 
 
-def whole(argv: list[str], env: dict[str, str], cwd: Path) -> Callable[[], float]:
+def run_process(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[bytes, float]:
+    """Run to the end; its stdout, and the CPU it used (not its children's: not the shells a
+    local run starts, nor the loopback sshd's, whose work a real fleet's hosts do)."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=err,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            sys.exit(f"{' '.join(argv[:7])}... failed: {err.read().decode()[-1500:]}")
+    return out, usage.ru_utime + usage.ru_stime
+
+
+def whole(argv: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Timing]:
     """A contender timed as a whole process."""
 
-    def run() -> float:
+    def run() -> Timing:
         t = time.perf_counter()
-        run_process(argv, env, cwd)
-        return time.perf_counter() - t
+        _, cpu = run_process(argv, env, cwd)
+        return time.perf_counter() - t, cpu
 
     return run
 
 
-def inside(argv: list[str], env: dict[str, str], cwd: Path) -> Callable[[], float]:
-    """A contender that times itself and prints the seconds."""
+def inside(argv: list[str], env: dict[str, str], cwd: Path) -> Callable[[], Timing]:
+    """A contender that times itself and prints its wall and CPU seconds."""
 
-    def run() -> float:
-        return float(run_process(argv, env, cwd).stdout.decode().split()[-1])
+    def run() -> Timing:
+        wall, cpu = run_process(argv, env, cwd)[0].decode().split()[-2:]
+        return float(wall), float(cpu)
 
     return run
 
@@ -198,8 +219,8 @@ def main() -> None:
     )
     assert fleet_llm.stdout is not None
     fleet_url = fleet_llm.stdout.readline().strip()
-    # Each row: its label and its contenders (the floor first), each a call giving seconds.
-    table: dict[str, dict[str, Callable[[], float]]] = {}
+    # Each row: its label and its contenders (the floor first), each a call timing one run.
+    table: dict[str, dict[str, Callable[[], Timing]]] = {}
     try:
         skills = tmp / "skills"
         for name, text in (("steps", STEPS_SKILL), ("three", THREE)):
@@ -255,13 +276,15 @@ def main() -> None:
                 )
                 for k, root in roots.items()
             }
-        times = {row: {k: [] for k in contenders} for row, contenders in table.items()}
+        times: dict[str, dict[str, list[Timing]]] = {
+            row: {k: [] for k in contenders} for row, contenders in table.items()
+        }
         for round_ in range(args.repeat + 1):  # round 0 warms up: page cache, bytecode, sshd
             for row, contenders in table.items():
                 for k, contender in contenders.items():
-                    seconds = contender()
+                    timing = contender()
                     if round_:
-                        times[row][k].append(seconds)
+                        times[row][k].append(timing)
     finally:
         steps_llm.stop()
         fleet_llm.terminate()
@@ -270,15 +293,21 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(sshd.root, ignore_errors=True)
     print(f"load average at the end: {load()}")
-    print(f"kosmos {' '.join(policy)}; medians of {args.repeat} interleaved rounds, seconds")
-    print(f"{'row':48} {'floor':>8} " + " ".join(f"{k:>16}" for k in roots))
+    print(
+        f"kosmos {' '.join(policy)}; medians of {args.repeat} interleaved rounds: wall seconds "
+        "(x the floor's), then the process's own CPU seconds (x the floor's)"
+    )
+    print(f"{'row':46} {'floor':>13} " + " ".join(f"{k:>27}" for k in roots))
     for row, by in times.items():
-        floor = statistics.median(by["floor"])
-        cells = []
-        for k in roots:
-            mine = statistics.median(by[k])
-            cells.append(f"{mine:7.3f} ({mine / floor:4.2f}x)")
-        print(f"{row:48} {floor:8.3f} " + " ".join(f"{c:>16}" for c in cells))
+        wall = {k: statistics.median(t[0] for t in ts) for k, ts in by.items()}
+        cpu = {k: statistics.median(t[1] for t in ts) for k, ts in by.items()}
+        cells = [
+            f"{wall[k]:6.3f} ({wall[k] / wall['floor']:4.2f}x) "
+            f"{cpu[k]:6.3f} ({cpu[k] / cpu['floor']:4.2f}x)"
+            for k in roots
+        ]
+        floor = f"{wall['floor']:6.3f} {cpu['floor']:6.3f}"
+        print(f"{row:46} {floor:>13} " + " ".join(f"{c:>27}" for c in cells))
 
 
 if __name__ == "__main__":
