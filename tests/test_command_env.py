@@ -119,3 +119,30 @@ def test_the_filter_by_name_and_by_value() -> None:
     assert command_env(env, ["secret-value"]) == {"PATH": "/usr/bin", "LANG": "C.UTF-8"}
     assert forwarded(["LANG", "LC_*", "*KEY*", "COPY"], env, ["secret-value"]) == ["LANG"]
     assert json.dumps(forwarded(["*"], {"A*B": "x", "A": "y"})) == '["A"]'
+
+
+def test_forwarded_picks_what_fnmatch_picks() -> None:
+    # fnmatch.fnmatchcase, one pattern at a time, is the oracle for SendEnv's patterns.
+    import fnmatch
+
+    env = {
+        name: "v"
+        for name in ("LANG", "LC_ALL", "LC_TIME", "lc_all", "LANGUAGE", "XLANG", "A.B", "A", "AB")
+        + ("TERM", "TERM_PROGRAM", "X[1]", "PATH", "MY_VAR", "MY-VAR", "Ä_VAR", "LC_\n")
+    }
+    for patterns in (
+        ["LANG", "LC_*"],
+        ["*"],
+        ["A?"],
+        ["[AL]*", "!X"],
+        ["TERM*", "MY_*", "Ä*"],
+        ["A.B"],
+        ["LC_[!T]*"],
+        [],
+    ):
+        expected = [
+            n
+            for n in env
+            if not any(c in n for c in "*?[") and any(fnmatch.fnmatchcase(n, p) for p in patterns)
+        ]
+        assert forwarded(patterns, env) == expected, patterns

@@ -120,6 +120,32 @@ def test_kill_9_of_kosmos_ends_a_local_command(
     assert _gone_within(lambda: _local(marker), GONE_WITHIN_S) == []
 
 
+def test_kill_9_of_kosmos_ends_a_local_command_inside_the_kernel_lock(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    # Run unasked under read-only, so inside the lock's prelude, with sh as the wrapper.
+    marker = "sleep 1918"
+    llm.script(f"[CMD] {marker} & {marker}")
+    transcript = tmp_path / "run.jsonl"
+    proc = _start_run(
+        ["system-overview", "--host", "local", "--non-interactive", "--policy", "read-only"]
+        + ["--transcript", str(transcript)],
+        cli_env,
+        tmp_path,
+    )
+    try:
+        _wait_for(lambda: _local(marker), 2, "the local command")
+        # The kernel says it runs locked: a seccomp filter (mode 2) and no_new_privs.
+        for line in _local(marker):
+            status = Path(f"/proc/{line.split()[0]}/status").read_text()
+            assert "\nSeccomp:\t2\n" in status and "\nNoNewPrivs:\t1\n" in status
+    finally:
+        _kill_9(proc)
+    assert _gone_within(lambda: _local(marker), GONE_WITHIN_S) == []
+    started = [e for e in read_transcript(transcript) if e.type == "command_started"]
+    assert [e.command for e in started] == [f"{marker} & {marker}"]
+
+
 async def test_a_cut_connection_ends_the_command_on_the_host(remote: Sshd, ssh_home: Path) -> None:
     proxy = await FreezableProxy(remote.port).start()
     write_client_home(

@@ -29,6 +29,10 @@ HEAVY = (
     "kosmos.hosts.ssh",
     "mcp",
     "kosmos.mcp",
+    # httpx's own command-line client and what it needs.
+    "click",
+    "rich",
+    "pygments",
 )
 
 

@@ -68,6 +68,10 @@ class Console:
         # Called once when a stream's reader went away (`| head`): the front end stops.
         self.on_closed: Callable[[], None] | None = None
         self.closed = False
+        # Lines `say_soon` holds until the event loop's current pass ends, and their stream.
+        self._soon: list[str] = []
+        self._soon_stream: TextIO | None = None
+        self._soon_scheduled = False
 
     # -- writing -----------------------------------------------------------------------
 
@@ -78,13 +82,45 @@ class Console:
         self.stop_spinner()
         self.put(stream or self.out, text + "\n")
 
+    def say_soon(self, text: str, *, stream: TextIO | None = None) -> None:
+        """`say`, written and flushed once the event loop's current pass ends, together with
+        the other lines said meanwhile: a fleet's event log, where a hundred hosts report at
+        once, costs one write a pass instead of one a line. Any other output (a prompt, an
+        error, a line for another stream) first writes out the lines held."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.say(text, stream=stream)
+            return
+        self.stop_spinner()
+        target = stream or self.out
+        if self._soon and self._soon_stream is not target:
+            self.drain()
+        self._soon.append(text + "\n")
+        self._soon_stream = target
+        if not self._soon_scheduled:
+            self._soon_scheduled = True
+            loop.call_soon(self._drain_soon)
+
+    def _drain_soon(self) -> None:
+        self._soon_scheduled = False
+        self.drain()
+
+    def drain(self) -> None:
+        """Write out the lines `say_soon` holds, if any."""
+        if self._soon and self._soon_stream is not None:
+            text = "".join(self._soon)
+            self._soon.clear()
+            self.put(self._soon_stream, text)
+
     def write(self, text: str) -> None:
         self.stop_spinner()
         self.put(self.out, text)
 
     def put(self, stream: TextIO, text: str) -> None:
-        """Write and flush. A pipe whose reader went away is silenced and reported once to
-        `on_closed`; with none set, BrokenPipeError is raised."""
+        """Write and flush (after the lines `say_soon` holds). A pipe whose reader went away is
+        silenced and reported once to `on_closed`; with none set, BrokenPipeError is raised."""
+        self.drain()
         try:
             stream.write(text)
             stream.flush()
@@ -131,6 +167,7 @@ class Console:
     async def ask(self, prompt: str, *, prefill: str | None = None, secret: bool = False) -> str:
         """One line from the operator, read in a daemon thread so Ctrl-C can still end the run."""
         self.stop_spinner()
+        self.drain()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str] = loop.create_future()
 

@@ -142,7 +142,7 @@ class FleetView:
             case _:
                 pass
         if line is not None:
-            self.c.say(f"{visible(host, one_line=True)}  {visible(line)}", stream=self.stream)
+            self.c.say_soon(f"{visible(host, one_line=True)}  {visible(line)}", stream=self.stream)
 
 
 class LineFleetDesk:

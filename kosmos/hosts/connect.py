@@ -273,7 +273,7 @@ class Connector:
             held = [blob for blob in held if blob in wanted]
         if held:
             return None
-        encrypted = [f for f in files if _needs_passphrase(f)]
+        encrypted = [f for f in files if self.ssh_config.encrypted_keys.need(f, _needs_passphrase)]
         if not encrypted:
             return None
         keys: list[asyncssh.SSHKeyPair] = []

@@ -7,6 +7,7 @@ x32 on x86_64, arm32 on aarch64) is refused, so a foreign binary cannot step aro
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -73,8 +74,12 @@ class _Program:
         return bytes(out)
 
 
+@functools.cache
 def build_filter(arch: str, *, sockets: bool, truncate: bool) -> bytes:
     """The filter for `arch` (`x86_64`, `aarch64`): struct sock_filter[] as bytes.
+
+    Built once per set of arguments (eight at most) and shared: a fleet's every host probes
+    with one and runs its commands under another, and building one takes milliseconds.
 
     `sockets`: unix and netlink sockets may be opened. `truncate`: refuse truncate(2) too, for
     a Landlock ABI before 3, which does not hold it.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -26,3 +27,25 @@ class Passphrases:
 
     def __repr__(self) -> str:
         return f"Passphrases({len(self._typed)} key(s))"
+
+
+class EncryptedKeys:
+    """Which private key files need a passphrase, each file read once per run (again only
+    when it changes): a fleet's thousand connects share one read of each key."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[tuple[int, int, int], bool]] = {}
+
+    def need(self, path: Path, check: Callable[[Path], bool]) -> bool:
+        """`check(path)`, or what it said for the file as it is now."""
+        try:
+            st = path.stat()
+        except OSError:
+            return check(path)  # missing or unreadable: check says what that means
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = self._seen.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        answer = check(path)
+        self._seen[path] = (stamp, answer)
+        return answer

@@ -25,6 +25,7 @@ from asyncssh.pattern import WildcardPatternList
 
 from kosmos.hosts.keywords import ClientConfig
 from kosmos.hosts.known_hosts import KnownHostsCache
+from kosmos.hosts.passphrases import EncryptedKeys
 
 __all__ = ["ConfigParseError", "HostConfig", "SSHConfigFile", "local_user"]
 
@@ -165,7 +166,8 @@ class HostConfig(ClientConfig):
 
 class SSHConfigFile:
     """One run's view of ~/.ssh/config: split once, each host's settings built once; with the
-    run's cache of the known_hosts files the hosts' settings name (`known_hosts`)."""
+    run's cache of the known_hosts files the hosts' settings name (`known_hosts`) and of which
+    key files need a passphrase (`encrypted_keys`)."""
 
     def __init__(self, path: Path, local_user: str) -> None:
         self.path = path
@@ -175,6 +177,7 @@ class SSHConfigFile:
         self._patterns: dict[str, Any] = {}
         self._includes: dict[tuple[str, ...], list[Path]] = {}
         self.known_hosts = KnownHostsCache()
+        self.encrypted_keys = EncryptedKeys()
         self._existed = os.path.lexists(path)
 
     # -- the files ---------------------------------------------------------------------------

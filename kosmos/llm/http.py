@@ -8,6 +8,7 @@ import json
 import random
 import ssl
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -135,6 +136,18 @@ SHARD_SIZE = 8
 MAX_SHARDS = 16
 
 
+def _ssl_context(base_url: str) -> ssl.SSLContext:
+    """The TLS settings of a run's clients, made once: loading the CA files costs tens of ms.
+
+    A plain http:// endpoint (a model on this machine or the LAN), reached without a proxy,
+    never needs them: the clients follow no redirects, so no request leaves for https. The
+    context it gets still verifies, and trusts no CA at all.
+    """
+    if base_url.lower().startswith("http://") and not urllib.request.getproxies():
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return httpx.create_ssl_context()
+
+
 class LLMHttp:
     """One async HTTP client for one run, with the retry rules of the engine."""
 
@@ -176,7 +189,7 @@ class LLMHttp:
             self._busy[i] += 1
             return i
         if self._ssl is None:
-            self._ssl = httpx.create_ssl_context()  # loading CA files costs tens of ms: once
+            self._ssl = _ssl_context(self.base_url)
         self._clients.append(
             httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
