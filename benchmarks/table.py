@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.step_overhead import FLOOR as STEPS_FLOOR  # noqa: E402
 from benchmarks.step_overhead import _steps_llm  # noqa: E402
-from tests.sshd import start_sshd, write_client_home  # noqa: E402
+from tests.sshd import Sshd, start_sshd, write_client_home  # noqa: E402
 
 STEPS = 20
 COMMANDS = ("hostname", "uptime", "df -P /")
@@ -121,7 +121,7 @@ llm._server.serve_forever()
 """
 
 
-def fleet_home(home: Path, sshd, n: int) -> Path:  # noqa: ANN001 - tests.sshd.Sshd
+def fleet_home(home: Path, sshd: Sshd, n: int) -> Path:
     """A HOME whose ~/.ssh/config has one block per alias h000..., as a real fleet's has."""
     ssh = home / ".ssh"
     ssh.mkdir(mode=0o700, parents=True, exist_ok=True)
