@@ -16,6 +16,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from kosmos.hosts.runner import Lock
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from kosmos.transcript import read_transcript
@@ -146,7 +149,14 @@ def test_kill_9_of_kosmos_ends_a_local_command_inside_the_kernel_lock(
     assert [e.command for e in started] == [f"{marker} & {marker}"]
 
 
-async def test_a_cut_connection_ends_the_command_on_the_host(remote: Sshd, ssh_home: Path) -> None:
+# The perl prelude's own command line: it is the watcher too when the command runs locked.
+PRELUDE = "perl -e # kosmos's kernel lock"
+
+
+@pytest.mark.parametrize("lock", [None, Lock()], ids=["unlocked", "locked"])
+async def test_a_cut_connection_ends_the_command_on_the_host(
+    remote: Sshd, ssh_home: Path, lock: Lock | None
+) -> None:
     proxy = await FreezableProxy(remote.port).start()
     write_client_home(
         ssh_home,
@@ -164,7 +174,7 @@ async def test_a_cut_connection_ends_the_command_on_the_host(remote: Sshd, ssh_h
     started = asyncio.Event()
     try:
         task = asyncio.ensure_future(
-            runner.run(f"{marker} & {marker}", timeout=60, on_output=lambda t: None)
+            runner.run(f"{marker} & {marker}", timeout=60, on_output=lambda t: None, lock=lock)
         )
         for _ in range(200):
             if len(_running(remote.user_processes(), marker)) >= 2:
@@ -172,6 +182,8 @@ async def test_a_cut_connection_ends_the_command_on_the_host(remote: Sshd, ssh_h
                 break
             await asyncio.sleep(0.05)
         assert started.is_set(), "the remote command never started"
+        # Locked, the watcher is the prelude's process, outside the lock; else a shell's.
+        assert len(_running(remote.user_processes(), PRELUDE)) == (lock is not None)
         proxy.cut()
         result = await asyncio.wait_for(task, 30)
         assert result.connection_lost
@@ -179,6 +191,13 @@ async def test_a_cut_connection_ends_the_command_on_the_host(remote: Sshd, ssh_h
             _gone_within, lambda: _running(remote.user_processes(), marker), GONE_WITHIN_S
         )
         assert left == []
+        # The watcher (the prelude itself, when locked) goes too, after the grace it gives.
+        watcher = await asyncio.to_thread(
+            _gone_within, lambda: _running(remote.user_processes(), PRELUDE), GONE_WITHIN_S
+        )
+        assert watcher == []
+        if lock is not None:
+            assert runner.host_lock.watches and result.locked
     finally:
         with contextlib.suppress(Exception):
             await runner.close()

@@ -7,16 +7,29 @@ words that run it inside the kernel lock reach the script intact after the comma
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from kosmos.hosts.runner import Shell
-from kosmos.hosts.wrapper import remote_command
+from kosmos.hosts import lock_rules
+from kosmos.hosts.lock import HostLock, LockStatus
+from kosmos.hosts.runner import Lock, Shell
+from kosmos.hosts.wrapper import MARK, parse_mark, remote_command, watch_items
 
 COMMAND = 'printf "%s|" "$0" "$@"; echo; no-such-cmd-xyz'
 # Stand-ins for the lock's prelude: the words before the command text, ending in `SHELL -c`.
 LOCK = ["env", "KOSMOS_LOCKED=1", "bash", "-c"]
+linux_root = pytest.mark.skipif(
+    sys.platform != "linux" or os.geteuid() != 0, reason="the lock's tests run as root on Linux"
+)
+
+
+def _arch() -> str:
+    return lock_rules.ARCH_NAMES[os.uname().machine]
 
 
 def _run(login: str, line: str) -> str:
@@ -49,3 +62,103 @@ def test_the_lock_words_run_the_command(login: str, dialect: Shell | None) -> No
     lines = _run(login, line).splitlines()
     assert lines[:2] == ["locked=1", "bash|"]
     assert lines[2].startswith("bash: ") and "no-such-cmd-xyz" in lines[2]
+
+
+# -- the perl prelude as the wrapper (a command inside the kernel lock) ---------------------
+
+
+def _watched(command: str, *, feed: bool) -> list[str]:
+    kit = HostLock(status=LockStatus(abi=7, seccomp=True, interpreter="perl", arch=_arch()))
+    assert kit.watches
+    words = kit.words(Lock(), "bash", watch=watch_items(mark=True, feed=feed))
+    assert words is not None
+    return words
+
+
+def _start(login: str, line: str) -> subprocess.Popen[bytes]:
+    # As sshd starts a command: a session of its own, the channel on stdin.
+    return subprocess.Popen(
+        [login, "-c", line],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+@linux_root
+@pytest.mark.parametrize("feed", [False, True])
+@pytest.mark.parametrize("login", ["dash", "bash"])
+def test_the_prelude_marks_feeds_and_runs_the_command_locked(login: str, feed: bool) -> None:
+    command = 'echo "$PAGER|$0"; cat; grep -E "^(Seccomp|NoNewPrivs):" /proc/self/status; exit 3'
+    line = remote_command(
+        command,
+        login=login,
+        dialect="bash",
+        feed=feed,
+        lock=_watched(command, feed=feed),
+        watched=True,
+    )
+    proc = _start(login, line)
+    assert proc.stdin is not None
+    proc.stdin.write(b"the line\nnot for the command\n" if feed else b"")
+    proc.stdin.flush()
+    # stdin stays open while the command runs: its end-of-file would stop the command.
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()  # until the command's processes are gone
+    assert proc.wait(timeout=10) == 3
+    proc.stdin.close()  # as the channel closes: the watcher ends too
+    proc.stdout.close()
+    proc.stderr.close()
+    pgid, _, dialect = parse_mark(err.split(MARK, 1)[1].split(b"\n", 1)[0])
+    assert pgid == proc.pid and dialect == "bash"
+    assert err.split(MARK, 1)[0] == b"" and err.count(b"\n") == 1  # stderr goes to stdout
+    fed = "the line\n" if feed else ""  # the first line only; else /dev/null
+    assert out.decode() == f"cat|bash\n{fed}NoNewPrivs:\t1\nSeccomp:\t2\n"
+
+
+@linux_root
+@pytest.mark.parametrize("login", ["dash", "bash"])
+def test_end_of_file_on_stdin_ends_the_locked_command_and_its_watcher(login: str) -> None:
+    marker = "sleep 1919"
+    command = f"{marker} & {marker}; echo never"
+    proc = _start(
+        login,
+        remote_command(
+            command, login=login, dialect="bash", lock=_watched(command, feed=False), watched=True
+        ),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    group = proc.pid
+    for _ in range(200):
+        if len(_group(group)) >= 4:  # the leader (bash), its two sleeps and the watcher
+            break
+        time.sleep(0.05)
+    members = _group(group)
+    watcher = [m for m in members if m[1].startswith("perl ")]
+    assert len(watcher) == 1 and len(members) == 4, members
+    # The watcher stays outside the lock, free to end the group.
+    assert "\nSeccomp:\t0\n" in Path(f"/proc/{watcher[0][0]}/status").read_text()
+    proc.stdin.close()
+    assert proc.stdout.read() == b""  # the output closes once the command is gone
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    assert proc.stderr is not None and MARK in proc.stderr.read()
+    proc.stderr.close()
+    deadline = time.monotonic() + 10
+    while _group(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _group(group) == []
+
+
+def _group(pgid: int) -> list[tuple[int, str]]:
+    """Live members of a process group: (pid, args)."""
+    out = subprocess.run(
+        ["ps", "-eo", "pid=,pgid=,stat=,args="], capture_output=True, text=True
+    ).stdout
+    found = []
+    for row in out.splitlines():
+        pid, group, stat, args = row.split(None, 3)
+        if int(group) == pgid and not stat.startswith("Z"):
+            found.append((int(pid), args))
+    return found

@@ -33,7 +33,7 @@ from kosmos.hosts.runner import (
     read_first_each,
     unreadable,
 )
-from kosmos.hosts.wrapper import local_script
+from kosmos.hosts.wrapper import local_script, watch_items
 
 READ_CHUNK = 64 * 1024
 # After SIGTERM, how long the group gets before SIGKILL.
@@ -92,20 +92,30 @@ class LocalRunner:
     ) -> CommandResult:
         if lock is not None and self.host_lock.status is None:
             await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
-        words = self.host_lock.words(lock, self.shell_path)
-        # Inside the lock the command runs in the shell the lock's words end with (bash where
-        # there is one); the script around it, which only starts it and watches, needs no more
-        # than a POSIX sh, which starts and forks in half the time of bash.
-        wrapper = "/bin/sh" if words is not None else self.shell_path
-        start = time.monotonic()
-        spawn = asyncio.ensure_future(
-            asyncio.create_subprocess_exec(
+        kit = self.host_lock
+        feed = stdin is not None
+        watch = watch_items(mark=False, feed=feed) if lock is not None and kit.watches else []
+        words = kit.words(lock, self.shell_path, watch=watch)
+        if words is not None and watch:
+            # The prelude is the wrapper too: it starts the command in the lock and watches.
+            argv = [*words, command]
+        else:
+            # Inside the lock the command runs in the shell the lock's words end with (bash
+            # where there is one); the script around it, which only starts it and watches,
+            # needs no more than a POSIX sh, which starts and forks in half the time of bash.
+            wrapper = "/bin/sh" if words is not None else self.shell_path
+            argv = [
                 wrapper,
                 "-c",
-                local_script(feed=stdin is not None, locked=words is not None),
+                local_script(feed=feed, locked=words is not None),
                 os.path.basename(wrapper),  # $0: shell errors read `bash: ...`
                 command,
                 *(words or ()),
+            ]
+        start = time.monotonic()
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *argv,
                 # Never closed while the command runs: the wrapper ends the command's group
                 # when it closes, which it does when kosmos itself dies.
                 stdin=asyncio.subprocess.PIPE,

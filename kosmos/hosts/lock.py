@@ -24,6 +24,7 @@ learnt: the prelude ends with status 126 before the command when a step fails.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -255,14 +256,28 @@ class HostLock:
         self._specs[key] = " ".join(items)
         return self._specs[key]
 
-    def words(self, lock: Lock | None, shell: str) -> list[str] | None:
+    @property
+    def watches(self) -> bool:
+        """The prelude can also be the wrapper around the command (`words(watch=...)`): perl's
+        does; python3's, which starts ten times slower, runs inside the shell script's."""
+        return self.status is not None and self.status.held and self.status.interpreter == "perl"
+
+    def words(
+        self, lock: Lock | None, shell: str, *, watch: Sequence[str] = ()
+    ) -> list[str] | None:
         """What runs a command inside the lock: the prelude's argv up to the command text
-        (`... SHELL -c`), or None when it runs without (no lock asked, or none here)."""
+        (`... SHELL -c`), or None when it runs without (no lock asked, or none here).
+
+        `watch`: the prelude's wrapper items (`watch=1 ...`, hosts/wrapper.py), given only
+        where it `watches`: then these words are the whole command line, the wrapper included.
+        """
         if lock is None or self.status is None or not self.status.held:
             return None
         interpreter = self.status.interpreter
         assert interpreter is not None
-        return [*self._argv(interpreter), self.spec(lock), shell, "-c"]
+        assert not watch or self.watches
+        spec = " ".join([*watch, self.spec(lock)])
+        return [*self._argv(interpreter), spec, shell, "-c"]
 
 
 def host_lock(runner: object) -> HostLock | None:

@@ -30,7 +30,14 @@ from kosmos.hosts.ssh_read import RemoteReads
 from kosmos.hosts.ssh_upload import RemoteUploads
 from kosmos.hosts.sshconfig import SSHConfigFile
 from kosmos.hosts.target import Target
-from kosmos.hosts.wrapper import GRACE_S, MARK, kill_script, parse_mark, remote_command
+from kosmos.hosts.wrapper import (
+    GRACE_S,
+    MARK,
+    kill_script,
+    parse_mark,
+    remote_command,
+    watch_items,
+)
 
 READ_CHUNK = 64 * 1024
 # How long a failed channel open waits to learn whether the connection itself just ended.
@@ -213,6 +220,8 @@ class SSHRunner(RemoteReads, RemoteUploads):
     ) -> CommandResult:
         if lock is not None and self.host_lock.status is None:
             await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
+        kit = self.host_lock
+        watch = watch_items(mark=True, feed=stdin is not None) if kit.watches else []
         return await self._exec(
             command,
             timeout=timeout,
@@ -220,7 +229,8 @@ class SSHRunner(RemoteReads, RemoteUploads):
             stop=stop,
             stdin=stdin,
             buffer=OutputBuffer(),
-            lock=self.host_lock.words(lock, self.dialect or "sh"),
+            lock=kit.words(lock, self.dialect or "sh", watch=watch),
+            watched=bool(watch),
         )
 
     async def learn_host(self, *, timeout: float) -> None:
@@ -246,14 +256,21 @@ class SSHRunner(RemoteReads, RemoteUploads):
         stdin: bytes | None = None,
         limit: int | None = None,
         lock: list[str] | None = None,
+        watched: bool = False,
     ) -> CommandResult:
         """Run `command` in the wrapper; past `limit` bytes of output it is ended as by `stop`.
 
-        `lock`: the words that run it inside the kernel lock (`HostLock.words`).
+        `lock`: the words that run it inside the kernel lock (`HostLock.words`); `watched`:
+        they are the wrapper too.
         """
         start = time.monotonic()
         remote = remote_command(
-            command, login=self.login, dialect=self.dialect, feed=stdin is not None, lock=lock
+            command,
+            login=self.login,
+            dialect=self.dialect,
+            feed=stdin is not None,
+            lock=lock,
+            watched=watched and lock is not None,
         )
         loop = asyncio.get_running_loop()
         epoch = self._epoch

@@ -12,6 +12,8 @@ that runs it reads it as the approval policy did. The script around it:
   without a terminal when its client goes; without this, the command would run on for good.
 
 The same script runs local commands, so a killed kosmos leaves nothing behind here either.
+Inside the kernel lock, where the host's prelude is perl's, the prelude does the same work
+itself (`watch_items`), with no shell around it: one fork and exec fewer per command.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from collections.abc import Sequence
 
 from kosmos.hosts.runner import COMMAND_ENV, Shell
 
-__all__ = ["MARK", "kill_script", "local_script", "parse_mark", "remote_command"]
+__all__ = [
+    "MARK",
+    "kill_script",
+    "local_script",
+    "parse_mark",
+    "remote_command",
+    "watch_items",
+]
 
 MARK = b"\x1fkosmos-pgid "
 # After the first signal, how long the group gets before SIGKILL.
@@ -73,6 +82,19 @@ _SCRIPTS = {
 }
 
 
+def watch_items(*, mark: bool, feed: bool) -> list[str]:
+    """The perl prelude's items that make it the wrapper (`watch=1`, prelude/lock.pl): the
+    script's work for a command inside the lock. `mark`: name the process group first and
+    set the environment (a remote host); `feed`: the first line sent is the command's stdin."""
+    items = ["watch=1"]
+    if mark:
+        items += ["mark=1", *(f"env={k}={v}" for k, v in COMMAND_ENV.items())]
+    if feed:
+        items.append("feed=1")
+    assert not any(" " in item for item in items)
+    return items
+
+
 def remote_command(
     command: str,
     *,
@@ -80,6 +102,7 @@ def remote_command(
     dialect: Shell | None,
     feed: bool = False,
     lock: Sequence[str] | None = None,
+    watched: bool = False,
 ) -> str:
     """The command line sent to sshd, which runs it with the login shell's `-c`.
 
@@ -87,8 +110,11 @@ def remote_command(
     login shell execs into bash, or sh on a host without bash. Before the host has said which
     it has, the script asks for bash and falls back on sh. `exec sh -c '...'` is the one form
     every login shell (fish, csh included) reads the same. `lock`: the words that run the
-    command inside the kernel lock (`HostLock.words`).
+    command inside the kernel lock (`HostLock.words`); `watched`: those words are the prelude
+    that is the wrapper too (`watch_items`), which the login shell then execs itself.
     """
+    if lock is not None and watched:
+        return "exec " + " ".join(shlex.quote(word) for word in (*lock, command))
     script = _SCRIPTS[(feed, lock is not None)]
     quoted = " ".join(shlex.quote(word) for word in (command, *(lock or ())))
     if lock is not None and dialect is not None:

@@ -10,17 +10,23 @@
 #   port=ACCESS:PORT       a network port rule
 #   filter=HEX             the seccomp filter, struct sock_filter[] in hex
 #   probe=1                report what held on one line instead of running anything
+#   watch=1                also be the wrapper around the command (see `watch` below)
+#   mark=1                 with watch: first name the process group on stderr, then send
+#                          stderr to stdout
+#   env=NAME=VALUE         with watch: set NAME in the command's environment
+#   feed=1                 with watch: the first line read from stdin is the command's stdin
 #
 # Anything that fails ends it with status 126 before PROGRAM runs: a command never runs with
 # less of the lock than kosmos asked for. Only perl's core is used (no modules): it starts in
 # a few milliseconds.
 
 my ($spec, @program) = @ARGV;
-my (%one, @paths, @ports);
+my (%one, @paths, @ports, @env);
 for my $item (split ' ', $spec) {
     my ($key, $value) = split /=/, $item, 2;
     if ($key eq 'path') { push @paths, $value }
     elsif ($key eq 'port') { push @ports, $value }
+    elsif ($key eq 'env') { push @env, $value }
     else { $one{$key} = $value }
 }
 my $probe = $one{probe};
@@ -33,6 +39,63 @@ sub failed {
     if ($probe) { push @report, "$step=$why"; return 0 }
     print STDERR "kosmos: the kernel lock could not be set ($step: $why); the command did not run\n";
     exit 126;
+}
+
+# watch=1: the wrapper's work, with no shell around the command. This process goes on to enter
+# the lock and exec the command; first it forks the watcher, which stays outside the lock. The
+# command gets /dev/null for stdin (or the one line fed); the watcher reads the channel's stdin
+# until end-of-file: kosmos sends that to stop the command, and it comes when kosmos is gone
+# (killed, the connection cut) or has seen the command end. Then the whole process group gets
+# TERM, the command up to a second to end, and what is left KILL, the watcher included. The
+# watcher holds no output, so the output closes when the command's processes are gone.
+sub watch {
+    my ($group) = @_;
+    $SIG{TERM} = 'IGNORE';
+    close(STDOUT);
+    close(STDERR);
+    1 while sysread(STDIN, my $ignored, 4096);    # until end-of-file, or stdin fails
+    kill 'TERM', -$group;
+    for (1 .. 10) {
+        last unless kill 0, $group;
+        select(undef, undef, undef, 0.1);
+    }
+    kill 'KILL', -$group;
+    exit 0;
+}
+
+if ($one{watch} && !$probe) {
+    if ($one{mark}) {
+        my $dialect = $program[0] =~ m{(?:^|/)bash$} ? 'bash' : '';
+        syswrite(STDERR, "\x1fkosmos-pgid $$ " . ($ENV{SHELL} // '') . " $dialect\n");
+    }
+    for my $pair (@env) {
+        my ($name, $value) = split /=/, $pair, 2;
+        $ENV{$name} = $value // '';
+    }
+    my ($line, $byte) = ('', '');
+    if ($one{feed}) {    # byte by byte: what follows the line is left to the watcher
+        while (sysread(STDIN, $byte, 1)) {
+            last if $byte eq "\n";
+            $line .= $byte;
+        }
+    }
+    # The command's stdin: the fed line through a pipe (it fits the pipe's buffer), or
+    # /dev/null. Opened first, so that a failure ends this before anything starts.
+    my $stdin;
+    if ($one{feed}) {
+        pipe($stdin, my $writer) or failed('pipe');
+        syswrite($writer, "$line\n");
+        close($writer);
+    } else {
+        open($stdin, '<', '/dev/null') or failed('open /dev/null');
+    }
+    my $group = $$;    # the group's leader: each command starts in a session of its own
+    my $watcher = fork();
+    failed('fork') unless defined $watcher;
+    watch($group) if $watcher == 0;
+    open(STDIN, '<&', $stdin) or failed('stdin');
+    close($stdin);
+    open(STDERR, '>&', \*STDOUT) or failed('stderr') if $one{mark};
 }
 
 # perl's syscall passes a number as a number and anything else as a pointer to its bytes:
