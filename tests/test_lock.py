@@ -450,6 +450,35 @@ def test_a_kernel_that_refuses_landlock_is_named(errno: int, why: str) -> None:
     assert status is not None and status.describe() == why, out
 
 
+@pytest.mark.parametrize("shell", ["dash", "bash"])
+@pytest.mark.parametrize(
+    ("says", "os_line", "lock_line"),
+    [
+        ("Darwin arm64", "os Darwin", "lock uname=Darwin arm64"),
+        ("", "os ", "lock uname="),  # uname failed: neither is named
+        (None, "os Linux", "lock arch="),  # this machine's own uname
+    ],
+)
+def test_the_probe_names_the_kernel_from_its_own_uname(
+    tmp_path: Path, shell: str, says: str | None, os_line: str, lock_line: str
+) -> None:
+    path = os.environ.get("PATH", os.defpath)
+    if says is not None:
+        fake = tmp_path / "bin"
+        fake.mkdir()
+        (fake / "uname").write_text(f"#!/bin/sh\n[ -n '{says}' ] && echo '{says}'\n")
+        (fake / "uname").chmod(0o755)
+        path = f"{fake}:{path}"
+    script = HostLock().probe_script(os_line=True)
+    out = subprocess.run(
+        [shell, "-c", script], capture_output=True, text=True, env={**os.environ, "PATH": path}
+    ).stdout.splitlines()
+    assert out[0] == os_line and out[1].startswith(lock_line), out
+    # Without os_line, the lock's line is the first.
+    alone = subprocess.run([shell, "-c", HostLock().probe_script()], capture_output=True, text=True)
+    assert alone.stdout.startswith("lock arch=")
+
+
 def test_probe_lines_name_what_is_missing() -> None:
     assert parse_probe("uname=Darwin arm64").describe() == "not held: not Linux (Darwin)"
     assert parse_probe("uname=Linux riscv64").describe() == (

@@ -23,6 +23,7 @@ learnt: the prelude ends with status 126 before the command when a step fails.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -173,52 +174,17 @@ class HostLock:
 
     config: LockConfig = field(default_factory=LockConfig)
     status: LockStatus | None = None
-    _texts: dict[str, str] = field(default_factory=dict, repr=False)
     _specs: dict[tuple[bool, bool], str] = field(default_factory=dict, repr=False)
 
     def prelude(self, interpreter: str) -> str:
-        """The prelude's source for `interpreter` (perl or python3), read once per host."""
-        name = "lock.pl" if interpreter == "perl" else "lock.py"
-        if name not in self._texts:
-            self._texts[name] = (PRELUDES / name).read_text()
-        return self._texts[name]
+        """The prelude's source for `interpreter` (perl or python3)."""
+        return _source("lock.pl" if interpreter == "perl" else "lock.py")
 
-    def _argv(self, interpreter: str) -> list[str]:
-        source = self.prelude(interpreter)
-        if interpreter == "perl":
-            return ["perl", "-e", source, "--"]
-        return ["python3", "-I", "-S", "-c", source]
-
-    def probe_script(self) -> str:
+    def probe_script(self, *, os_line: bool = False) -> str:
         """A sh script that prints one `lock ...` line: the interpreter, the arch, the ABI,
-        and whether each step of a lock held (it locks only itself, then exits)."""
-        cases = []
-        for name, arch in (("x86_64|amd64", "x86_64"), ("aarch64|arm64", "aarch64")):
-            spec = self._probe_spec(arch)
-            patterns = "|".join(f"'Linux {m}'" for m in name.split("|"))
-            cases.append(f"{patterns}) a={arch}; s={shlex.quote(spec)};;")
-        perl = " ".join(shlex.quote(w) for w in self._argv("perl"))
-        python = " ".join(shlex.quote(w) for w in self._argv("python3"))
-        return (
-            "u=$(uname -sm 2>/dev/null); a=; case $u in "
-            + " ".join(cases)
-            + " esac; "
-            + 'if [ -z "$a" ]; then printf \'lock uname=%s\\n\' "$u"; '
-            + "elif command -v perl >/dev/null 2>&1; then printf 'lock arch=%s;via=perl;' \"$a\"; "
-            + f'{perl} "$s" 2>/dev/null || echo; '
-            + "elif command -v python3 >/dev/null 2>&1; then "
-            + "printf 'lock arch=%s;via=python3;' \"$a\"; "
-            + f'{python} "$s" 2>/dev/null || echo; '
-            + "else printf 'lock arch=%s;via=none\\n' \"$a\"; fi"
-        )
-
-    def _probe_spec(self, arch: str) -> str:
-        # A ruleset any ABI takes (execute, allowed beneath /: nothing is refused) and the
-        # filter commands get: the probe learns whether each can be set, then exits.
-        execute = rules.FS_RIGHTS["execute"][0]
-        filt = build_filter(arch, sockets=False, truncate=False).hex()
-        prctl = rules.SYSCALLS[arch]["prctl"]
-        return f"prctl={prctl} ruleset=8:{execute}:0:0 path={execute}:/ filter={filt} probe=1"
+        and whether each step of a lock held (it locks only itself, then exits). `os_line`:
+        an `os ...` line first, what `uname -s` says (from the same uname)."""
+        return _probe_script(os_line)
 
     def learn(self, output: str) -> LockStatus | None:
         """Take the status from a probe's output (other lines are passed over); None when the
@@ -277,7 +243,53 @@ class HostLock:
         assert interpreter is not None
         assert not watch or self.watches
         spec = " ".join([*watch, self.spec(lock)])
-        return [*self._argv(interpreter), spec, shell, "-c"]
+        return [*_argv(interpreter), spec, shell, "-c"]
+
+
+@functools.cache
+def _source(name: str) -> str:
+    # Read once per process: every host and command of a fleet sends the same text.
+    return (PRELUDES / name).read_text()
+
+
+def _argv(interpreter: str) -> list[str]:
+    if interpreter == "perl":
+        return ["perl", "-e", _source("lock.pl"), "--"]
+    return ["python3", "-I", "-S", "-c", _source("lock.py")]
+
+
+def _probe_spec(arch: str) -> str:
+    # A ruleset any ABI takes (execute, allowed beneath /: nothing is refused) and the
+    # filter commands get: the probe learns whether each can be set, then exits.
+    execute = rules.FS_RIGHTS["execute"][0]
+    filt = build_filter(arch, sockets=False, truncate=False).hex()
+    prctl = rules.SYSCALLS[arch]["prctl"]
+    return f"prctl={prctl} ruleset=8:{execute}:0:0 path={execute}:/ filter={filt} probe=1"
+
+
+@functools.cache
+def _probe_script(os_line: bool) -> str:
+    # The same for every host: built once per process (a fleet's every host runs it).
+    cases = []
+    for name, arch in (("x86_64|amd64", "x86_64"), ("aarch64|arm64", "aarch64")):
+        patterns = "|".join(f"'Linux {m}'" for m in name.split("|"))
+        cases.append(f"{patterns}) a={arch}; s={shlex.quote(_probe_spec(arch))};;")
+    perl = " ".join(shlex.quote(w) for w in _argv("perl"))
+    python = " ".join(shlex.quote(w) for w in _argv("python3"))
+    return (
+        "u=$(uname -sm 2>/dev/null); a=; "
+        + ("printf 'os %s\\n' \"${u%% *}\"; " if os_line else "")
+        + "case $u in "
+        + " ".join(cases)
+        + " esac; "
+        + 'if [ -z "$a" ]; then printf \'lock uname=%s\\n\' "$u"; '
+        + "elif command -v perl >/dev/null 2>&1; then printf 'lock arch=%s;via=perl;' \"$a\"; "
+        + f'{perl} "$s" 2>/dev/null || echo; '
+        + "elif command -v python3 >/dev/null 2>&1; then "
+        + "printf 'lock arch=%s;via=python3;' \"$a\"; "
+        + f'{python} "$s" 2>/dev/null || echo; '
+        + "else printf 'lock arch=%s;via=none\\n' \"$a\"; fi"
+    )
 
 
 def host_lock(runner: object) -> HostLock | None:

@@ -236,9 +236,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
     async def learn_host(self, *, timeout: float) -> None:
         """Learn the host's OS and what the kernel lock can be there, in one round trip."""
         ask_os = self.os is None
-        command = self.host_lock.probe_script()
-        if ask_os:
-            command = f"printf 'os %s\\n' \"$(uname -s 2>/dev/null)\"; {command}"
+        command = self.host_lock.probe_script(os_line=ask_os)
         result = await self._exec(command, timeout=timeout, buffer=OutputBuffer())
         text = result.output.text()
         if ask_os and text.startswith("os ") and not result.connection_lost:

@@ -109,10 +109,12 @@ class RemoteReads:
         ask_os = self.os is None
         kit = host_lock(self)
         ask_lock = kit is not None and kit.status is None
+        if kit is not None and ask_lock:  # its uname names the kernel too
+            ask = f"{kit.probe_script(os_line=ask_os)}; "
+        else:
+            ask = "printf 'os %s\\n' \"$(uname -s 2>/dev/null)\"; " if ask_os else ""
         command = (
-            ("printf 'os %s\\n' \"$(uname -s 2>/dev/null)\"; " if ask_os else "")
-            + (f"{kit.probe_script()}; " if kit is not None and ask_lock else "")
-            + "command -v grep >/dev/null 2>&1 || exit 1; "
+            ask + "command -v grep >/dev/null 2>&1 || exit 1; "
             f"i=0; for f in {listed}; do printf 'try %s\\n' \"$i\"; "
             f'[ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
             'if [ -e "$f" ] && [ ! -d "$f" ]; then grep -q \'[^[:space:]]\' "$f" 2>&1; r=$?; '
