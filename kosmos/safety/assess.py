@@ -70,6 +70,8 @@ Judgement calls:
 
 from __future__ import annotations
 
+import functools
+
 from kosmos.safety.builtins import BUILTINS
 from kosmos.safety.catalogue import ALWAYS, SHELLS, VERSION_ONLY
 from kosmos.safety.danger import text_danger
@@ -82,6 +84,10 @@ from kosmos.safety.wrappers import WRAPPERS
 __all__ = ["assess", "read_only_programs"]
 
 
+# A verdict depends on the text and the dialect alone, and an Assessment is frozen: a fleet
+# judges the same few commands on every host (and a replay twice on each), so the last
+# verdicts are kept.
+@functools.lru_cache(maxsize=256)
 def assess(command: str, shell: Dialect | None = None) -> Assessment:
     """Classify one command line as read_only, write or dangerous, with a one-line reason.
 
