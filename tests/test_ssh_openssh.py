@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from kosmos.hosts.connect import Connector
 from kosmos.hosts.knowledge import KNOWLEDGE_PATHS, load_knowledge
 from kosmos.hosts.runner import FileUnreadable
 from kosmos.hosts.ssh import SSHRunner
@@ -513,3 +514,27 @@ def test_sigterm_mid_command_over_ssh_ends_the_remote_tree(
     assert asyncio.run(_until_gone(remote, marker)) == []
     events = read_transcript(transcript)
     assert events[-1].type == "result" and events[-1].status == "aborted"
+
+
+@pytest.mark.parametrize(
+    ("config", "cipher"),
+    [
+        ("", "aes256-gcm@openssh.com"),
+        (
+            "Host box\n  Ciphers chacha20-poly1305@openssh.com,aes128-ctr\n",
+            "chacha20-poly1305@openssh.com",
+        ),
+        ("Host box\n  Ciphers aes128-ctr\n", "aes128-ctr"),
+    ],
+)
+async def test_aes_gcm_first_unless_ssh_config_names_the_ciphers(
+    remote: Sshd, ssh_home: Path, config: str, cipher: str
+) -> None:
+    write_client_home(ssh_home, remote, extra_config=config)
+    link = await Connector(parse_target("box"), connect_timeout=5, home=ssh_home).open()
+    try:
+        assert link.conn.get_extra_info("send_cipher") == cipher
+        assert link.conn.get_extra_info("recv_cipher") == cipher
+        assert (await link.conn.run("echo ok")).stdout == "ok\n"
+    finally:
+        await link.close()
