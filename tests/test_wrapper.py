@@ -7,7 +7,9 @@ words that run it inside the kernel lock reach the script intact after the comma
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -162,3 +164,22 @@ def _group(pgid: int) -> list[tuple[int, str]]:
         if int(group) == pgid and not stat.startswith("Z"):
             found.append((int(pid), args))
     return found
+
+
+@linux_root
+def test_a_locked_command_that_waits_for_all_its_children_does_not_wait_for_the_watcher() -> None:
+    command = """exec perl -e '1 while wait != -1; print "no child left\\n"'"""
+    line = remote_command(
+        command, login="dash", dialect="bash", lock=_watched(command, feed=False), watched=True
+    )
+    proc = _start("dash", line)
+    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+    try:
+        assert proc.wait(timeout=10) == 0  # stdin stays open: the watcher lives on
+        assert proc.stdout.read() == b"no child left\n"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()

@@ -89,10 +89,18 @@ if ($one{watch} && !$probe) {
     } else {
         open($stdin, '<', '/dev/null') or failed('open /dev/null');
     }
+    # The watcher is forked twice and its first parent exits at once: the command's process
+    # is left no live child it did not start (a command that waits for all its children
+    # would wait for the watcher, which waits for the command). Where the second fork fails,
+    # the first child watches: a command never runs unwatched.
     my $group = $$;    # the group's leader: each command starts in a session of its own
-    my $watcher = fork();
-    failed('fork') unless defined $watcher;
-    watch($group) if $watcher == 0;
+    my $first = fork();
+    failed('fork') unless defined $first;
+    if ($first == 0) {
+        my $watcher = fork();
+        watch($group) unless $watcher;
+        exit 0;
+    }
     open(STDIN, '<&', $stdin) or failed('stdin');
     close($stdin);
     open(STDERR, '>&', \*STDOUT) or failed('stderr') if $one{mark};
