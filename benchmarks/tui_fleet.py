@@ -20,7 +20,8 @@ max), the TUI's CPU use while idle after the run, `knowledge_timeout` notices in
 transcripts, and each process's peak RSS.
 
     sudo python benchmarks/tui_fleet.py [--sizes 100,500,1000] [--forks 100]
-    sudo python benchmarks/tui_fleet.py --sizes 500 --profile /tmp/tui.prof   # cProfile
+    sudo python benchmarks/tui_fleet.py --sizes 500 --profile /tmp/tui.prof   # cProfile, the
+    screen's thread's CPU time
     (a --profile name ending in .yappi profiles every thread with yappi, far slower)
 """
 
@@ -91,9 +92,10 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     )
 
     class Probe(KosmosApp):
-        """The app, each frame rendered to terminal bytes and its time noted."""
+        """The app, each frame rendered to terminal bytes; the probe's key is timed to the
+        first frame that shows the table's cursor on the row it asked for."""
 
-        frames: list[tuple[float, int | None]] = []
+        wanted: tuple[int, asyncio.Future[float]] | None = None
 
         def _display(self, screen: Any, renderable: Any) -> None:
             super()._display(screen, renderable)
@@ -102,9 +104,12 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
             render = getattr(renderable, "render_segments", None)
             if render is not None:
                 render(self.console)  # what a terminal driver writes
-            table = getattr(screen, "table", None) if isinstance(screen, FleetScreen) else None
-            row = table.cursor_row if table is not None and table.is_mounted else None
-            self.frames.append((time.perf_counter(), row))
+            wanted = self.wanted
+            if wanted is None or wanted[1].done() or not isinstance(screen, FleetScreen):
+                return
+            table = screen.table
+            if table.is_mounted and table.cursor_row == wanted[0]:
+                wanted[1].set_result(time.perf_counter())
 
     app = Probe(config)
     latencies: list[float] = []
@@ -140,6 +145,9 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 await asyncio.sleep(0.02)
 
         async def probe() -> None:
+            # Woken by the frame that shows the key's effect (no polling beside the app: the
+            # probe's own CPU would be counted as the screen's).
+            loop = asyncio.get_running_loop()
             down = True
             while not done():
                 table = screen.table
@@ -153,19 +161,21 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 elif row >= table.row_count - 1:
                     down = False
                 want = row + (1 if down else -1)
+                shown: asyncio.Future[float] = loop.create_future()
+                app.wanted = (want, shown)
                 sent = time.perf_counter()
                 app.post_message(events.Key("down" if down else "up", None))
                 while not done():
-                    shown = [t for t, r in app.frames if t > sent and r == want]
-                    if shown:
-                        latencies.append(shown[0] - sent)
+                    try:
+                        latencies.append(await asyncio.wait_for(asyncio.shield(shown), 0.05) - sent)
                         break
+                    except TimeoutError:
+                        pass
                     if table.cursor_row != row and table.cursor_row != want:
                         break  # moved by something else: not counted
                     if not table.has_focus and time.perf_counter() - sent > 0.5:
                         break  # the focus went to a host's view before the key was handled
-                    await asyncio.sleep(0.002)
-                del app.frames[:-50]
+                app.wanted = None
                 await asyncio.sleep(KEY_EVERY)
 
         async def progress() -> None:
@@ -225,7 +235,8 @@ def _start_profile(path: str | None) -> Any:
     if not path.endswith(".yappi"):
         import cProfile
 
-        prof = cProfile.Profile()
+        # The screen's thread's own CPU time: a wait for the interpreter lock is not its cost.
+        prof = cProfile.Profile(time.thread_time)
         prof.enable()
         return prof
     import yappi  # every thread, at a high cost in speed: pip install yappi

@@ -158,7 +158,7 @@ async def test_the_summary_scrolls_and_the_host_shown_stays_in_view(
         view = screen.view
         await until(pilot, lambda: view.result is not None, "the host's run shown")
         assert view.region.height >= 8
-        assert view.region.bottom <= screen.query_one("Footer").region.y
+        assert view.region.bottom <= screen.query_one("Keys").region.y
         summary.scroll_end(animate=False)
         await pilot.pause()
         assert summary.scroll_y == summary.max_scroll_y

@@ -9,6 +9,7 @@ import asyncssh
 from textual.widgets import Input, OptionList
 
 from kosmos.tui.screens.modals import HostKeyModal
+from kosmos.tui.widgets.keys import Keys as KeyLine
 from kosmos.tui.widgets.skill_form import SkillPanel
 from tests.llmserver import ScriptedLLM
 from tests.sshserver import InProcessSSHServer, write_client_home
@@ -76,6 +77,27 @@ async def test_the_footer_says_how_to_quit_and_ctrl_c_says_what_it_does(
         await until(pilot, lambda: list(app._notifications), "a notification")
         said = [n.message for n in app._notifications]
         assert said == ["ctrl+c stops a running command, and none is running here; ctrl+q quits"]
+
+
+async def test_the_key_line_shows_the_keys_of_the_focus_and_a_click_presses_one(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    app = make_app(llm.base_url, home)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        line = app.screen.query_one(KeyLine)
+        drawn = str(line.render())
+        # What the line draws is what the screen's bindings offer now, in their order, and
+        # the command palette's key last.
+        offered = list(dict.fromkeys(footer_keys(app).values()))
+        assert [k.description for k in line.keys] == [*offered, "palette"]
+        assert "^q Quit" in drawn and "^f Filter" in drawn and drawn.endswith("^p palette ")
+        app.screen.query_one(OptionList).focus()
+        await pilot.pause()
+        assert not app.screen.query_one("#filter").has_focus
+        at = str(line.render()).index("^f Filter")
+        await pilot.click(KeyLine, offset=(at + 1, 0))
+        await until(pilot, lambda: app.screen.query_one("#filter").has_focus, "the filter focused")
 
 
 async def test_ctrl_r_while_the_host_key_is_asked_runs_once_the_host_is_trusted(

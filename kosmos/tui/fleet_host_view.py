@@ -113,5 +113,9 @@ class HostView:
 
     @staticmethod
     def _focus(view: RunView) -> None:
-        view.focus()
-        view.call_after_refresh(view.focus_pending)
+        # What the run waits on takes the focus; the view itself only when it waits on
+        # nothing. Focusing the view first would restyle all its steps twice (focus, blur).
+        if view.pending is None:
+            view.focus()
+        else:
+            view.call_after_refresh(view.focus_pending)

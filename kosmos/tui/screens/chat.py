@@ -17,7 +17,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from kosmos.chat.agent import ChatAgent
@@ -32,6 +32,7 @@ from kosmos.tui.chat_bridge import ConversationOutput, TuiSkillRunner
 from kosmos.tui.messages import EngineEvent, OutputReady, RunStateChanged
 from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.chat_conversation import ChatSaid, Conversation
+from kosmos.tui.widgets.keys import Keys
 
 CHAT_SCREEN = "chat"
 IDLE = "say what you need; /help lists the tools"
@@ -67,7 +68,7 @@ class ChatScreen(Screen[None]):
         with Horizontal(id="chat-bar"):
             yield Label("", id="chat-host")
             yield Input(placeholder=IDLE, id="chat-input")
-        yield Footer()
+        yield Keys()
 
     @property
     def conversation(self) -> Conversation:

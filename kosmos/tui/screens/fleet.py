@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kosmos.events import Event
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
@@ -35,6 +35,7 @@ from kosmos.tui.messages import RunStateChanged
 from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.fleet_approval import ApprovalBar, FleetSummary, RunOnAll
 from kosmos.tui.widgets.fleet_table import FleetTable
+from kosmos.tui.widgets.keys import Keys
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.steps import Note
 
@@ -129,7 +130,7 @@ class FleetScreen(Screen[None]):
         yield FleetTable()
         yield ApprovalBar()
         yield Vertical(id="fleet-hosts")
-        yield Footer()
+        yield Keys()
 
     @property
     def table(self) -> FleetTable:

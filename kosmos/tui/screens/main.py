@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Input, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from kosmos.engine.guard import visible
@@ -30,6 +30,7 @@ from kosmos.tui.parts import TuiParts
 from kosmos.tui.runs import RunController, RunSpec
 from kosmos.tui.screens.fleet import fleet_screen
 from kosmos.tui.widgets.context_panel import ContextPanel
+from kosmos.tui.widgets.keys import Keys
 from kosmos.tui.widgets.params_talk import ParamsTalk
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.sidebar import Sidebar
@@ -66,7 +67,7 @@ class MainScreen(Screen[None]):
             with TabbedContent(id="tabs"), TabPane("Skill", id=SKILL_TAB):
                 yield SkillPanel(None, config.host)
             yield ContextPanel(id="context")
-        yield Footer()
+        yield Keys()
 
     @property
     def sidebar(self) -> Sidebar:
