@@ -117,6 +117,7 @@ class ParamsTalk(Vertical):
             if isinstance(event, ParamsUpdate) and event.kind == "update":
                 self.post_message(self.Filled(dict(event.values)))
 
+        said: str | None = None  # why it ended without values, said once Talk can be pressed
         try:
             values = await run_dialogue(
                 self.skill,
@@ -128,10 +129,10 @@ class ParamsTalk(Vertical):
                 on_fallback=lambda message: self._note(f"{message}: fill in the form"),
             )
         except InputNeeded:
-            self._note("conversation left; fill in the form, or Talk to start again")
+            said = "conversation left; fill in the form, or Talk to start again"
             values = None
         except KosmosError as e:
-            self._note(f"the LLM failed: {e}; Talk tries again")
+            said = f"the LLM failed: {e}; Talk tries again"
             values = None
         finally:
             # Also when cancelled: another skill was chosen and this widget is going away.
@@ -140,6 +141,8 @@ class ParamsTalk(Vertical):
         self.query_one("#talk-run", Button).disabled = True
         if values is None:
             self.query_one("#talk-start", Button).disabled = False
+            if said is not None:
+                self._note(said)
             return
         self._note("confirmed: starting the run")
         self.post_message(self.Confirmed(values, events))
