@@ -118,6 +118,10 @@ async def test_an_llm_error_is_said_and_talk_tries_again(llm: ScriptedLLM, home:
         await pilot.click("#talk-start")
         await until(pilot, lambda: "the LLM failed" in summary(app), "the error")
         assert "model crashed" in summary(app) and summary(app).endswith("Talk tries again")
+        talk = app.main.query_one("#talk-start", Button)
+        assert not talk.disabled
+        # A button ignores a click while it still shows the last one (0.2 s).
+        await until(pilot, lambda: not talk.has_class("-active"), "Talk pressable again")
         await pilot.click("#talk-start")
         await until(pilot, lambda: app.main.query(".talk-ai"), "the LLM's question")
         assert "still needed: service, port" in summary(app)
