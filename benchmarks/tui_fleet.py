@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fleet import COMMANDS, SKILL, llm_server, write_home  # noqa: E402
+from tests.tuihelpers import running_timers  # noqa: E402
 
 SIZE = (200, 50)
 KEY_EVERY = 0.1  # seconds between two probe keys
@@ -206,7 +207,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         cpu0, wall0 = time.process_time(), time.perf_counter()
         await asyncio.sleep(IDLE_S)
         figures["idle_cpu"] = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-        figures["timers"] = active_timers(app)
+        figures["timers"] = running_timers(app)
         run_dir = screen.controller.run_dir
         figures["result"] = screen.controller.result.counts
         figures["fleet_s"] = screen.controller.result.duration_s
@@ -215,18 +216,6 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     figures["run_dir"] = str(run_dir)
     figures["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return figures
-
-
-def active_timers(app: Any) -> list[str]:
-    """What keeps the app waking up: each node's timer that is neither stopped nor paused."""
-    found = []
-    nodes = [app, *(n for s in app.screen_stack for n in s.walk_children(with_self=True))]
-    for node in nodes:
-        for timer in list(node._timers):
-            task = timer._task
-            if task is not None and not task.done() and timer._active.is_set():
-                found.append(f"{type(node).__name__}:{timer.name}")
-    return found
 
 
 def _start_profile(path: str | None) -> Any:
