@@ -9,16 +9,15 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 
 from kosmos.events import CommandDecision, CommandFinished
-from kosmos.fleet.orchestrator import HostRun
-from kosmos.fleet.targets import HostSpec
 from kosmos.transcript import read_transcript
+from kosmos.tui.fleet_wire import RunRow
 from kosmos.tui.widgets.fleet_approval import FleetSummary
 from kosmos.tui.widgets.fleet_table import FleetTable
 from kosmos.tui.widgets.run_view import RunView
 from tests.fleethelpers import scripted
 from tests.llmserver import ScriptedLLM
 from tests.test_tui_fleet import SIZE, fleet_app, fleet_done, fleet_screen, start_fleet, waiting_on
-from tests.tuihelpers import running_timers, until
+from tests.tuihelpers import processes_running, running_timers, until
 
 HOSTS = 5000
 
@@ -40,7 +39,7 @@ class SeenTable(FleetTable):
 class TableApp(App[None]):
     CSS = "SeenTable { height: 21; }"
 
-    def __init__(self, runs: list[HostRun]) -> None:
+    def __init__(self, runs: list[RunRow]) -> None:
         super().__init__()
         self.runs = runs
 
@@ -58,7 +57,7 @@ def screen_text(app: App[None]) -> str:
 
 
 async def test_the_table_draws_only_the_rows_in_view_whatever_the_fleet_size() -> None:
-    runs = [HostRun(HostSpec(f"h{i:04d}", f"h{i:04d}")) for i in range(HOSTS)]
+    runs = [RunRow(f"h{i:04d}") for i in range(HOSTS)]
     app = TableApp(runs)
     async with app.run_test(size=(120, 30)) as pilot:
         table = app.query_one(SeenTable)
@@ -183,7 +182,7 @@ async def test_nothing_keeps_running_once_the_fleet_has_ended(llm: ScriptedLLM, 
         await until(pilot, lambda: screen.view.result is not None, "its run built")
         await pilot.pause(0.3)
         assert running_timers(app) == []
-        assert not screen.thread.running
+        assert not screen.process.running
 
 
 async def test_quitting_mid_run_ends_every_hosts_run_as_aborted(
@@ -197,10 +196,10 @@ async def test_quitting_mid_run_ends_every_hosts_run_as_aborted(
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "echo one", 2), "echo waiting on 2 hosts")
         screen = fleet_screen(app)
-        thread = screen.thread
+        process = screen.process
         await pilot.press("ctrl+q")
-    # The app waited for the fleet's thread: every host's transcript is closed, as aborted.
-    assert not thread.running
+    # The app waited for the fleet's process: every host's transcript is closed, as aborted.
+    assert not process.running
     for name in names:
         events = read_transcript(screen.controller.run_dir / f"{name}.jsonl")
         assert events[-1].type == "result" and events[-1].status == "aborted"
@@ -222,3 +221,38 @@ async def test_closing_the_screen_while_a_view_is_built_leaves_the_app_drawing(
         await until(pilot, lambda: app.screen is app.main, "back to the main screen")
         await pilot.pause()
         assert app._batch_count == 0
+
+
+async def test_a_fleet_whose_screen_has_gone_ends_every_run_and_leaves_nothing(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    """The fleet runs in a process of its own: if the screen's process ends without a word
+    (killed), its end of the pipe closes, and the fleet ends every host's run as aborted, its
+    command stopped, its transcript closed, and exits."""
+    names = ["g1", "g2"]
+    llm.default = scripted(["[CMD] sleep 4711", "[DONE] fine"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        await until(pilot, waiting_on(app, "sleep 4711", 2), "sleep waiting on 2 hosts")
+        await pilot.press("A")
+        # Each host's command (and the shell around it) runs.
+        await until(pilot, lambda: len(processes_running("sleep 4711")) >= 2, "both sleeping")
+        screen = fleet_screen(app)
+        await until(pilot, lambda: screen.controller.run_dir is not None, "the run directory")
+        pid = screen.process.pid
+        screen.process.hang_up()
+        await until(pilot, lambda: not Path(f"/proc/{pid}").exists() or zombie(pid), "its end")
+        assert processes_running("sleep 4711") == []
+        for name in names:
+            events = read_transcript(screen.controller.run_dir / f"{name}.jsonl")
+            assert events[-1].type == "result" and events[-1].status == "aborted"
+
+
+def zombie(pid: int) -> bool:
+    """The process has exited and waits to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True

@@ -38,7 +38,11 @@ async def test_a_fleet_over_ssh_trusts_the_key_in_a_modal_and_runs_on_all(
         # Each host by its alias, the address beside it.
         assert asked in [f"{n} (127.0.0.1:{port})" for n in names]
         fingerprint = ssh_server.host_key.get_fingerprint("sha256")
-        assert fingerprint in str(app.screen.query_one("#fingerprint").render())
+        await until(
+            pilot,
+            lambda: fingerprint in str(app.screen.query_one("#fingerprint").render()),
+            "the key's fingerprint in the modal",
+        )
         await pilot.press("t")
         # The other host may have asked too, before the key was in known_hosts.
         await until(

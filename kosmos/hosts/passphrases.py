@@ -25,6 +25,10 @@ class Passphrases:
         """The passphrase no longer opens the key (the file changed): ask again next time."""
         self._typed.pop(path, None)
 
+    def typed(self) -> dict[Path, str]:
+        """A copy of what is held (for a process of this session that opens keys too)."""
+        return dict(self._typed)
+
     def __repr__(self) -> str:
         return f"Passphrases({len(self._typed)} key(s))"
 

@@ -1,131 +1,298 @@
-"""One skill on many hosts from the TUI: what the operator started and the fleet's parts.
+"""The TUI's fleet, in a process of its own: the fleet core's sessions, and its desk.
 
-The fleet core (`kosmos.fleet`) runs a session per host. `FleetController.run` runs in the
-fleet's own thread (`fleet_thread`); each host's events, and each question for the operator,
-reach the screen through its `Outbox` (`fleet_feed`).
+`serve` is the process's whole life: it waits for the `FleetJob` (the screen starts the
+process early, so that a start key finds it ready), runs every host, and sends each host's
+events, each question for the operator and the table's rows over its pipe (`fleet_wire`). The
+operator's answers come back the same way. If the screen's process goes away (its end of the
+pipe closes), the fleet ends as if cancelled: every host's run aborted, its command stopped,
+its transcript closed. Nothing here imports Textual.
 """
 
 from __future__ import annotations
 
-import uuid
+import asyncio
+import contextlib
+import itertools
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
-from kosmos.config import Settings
-from kosmos.engine.session import Session
+from kosmos.engine.operator import Approval
+from kosmos.errors import HostError, KosmosError
 from kosmos.events import Event, Notice
-from kosmos.fleet.approvals import ApprovalBroker
+from kosmos.fleet.approvals import (
+    AnswerRequest,
+    ApprovalBroker,
+    ApprovalRequest,
+    FleetAnswer,
+    FleetApproval,
+)
 from kosmos.fleet.journal import Journal
-from kosmos.fleet.orchestrator import DEFAULT_FORKS, Fleet, SessionParts
+from kosmos.fleet.orchestrator import Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished
-from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.passphrases import Passphrases
-from kosmos.hosts.runner import HostPrompter, Runner
+from kosmos.hosts.runner import Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
-from kosmos.prompts import Prompts
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
-from kosmos.safety import Redactor
-from kosmos.skills.model import Skill
-from kosmos.tui.fleet_feed import HostFeed, TuiFleetDesk
-from kosmos.tui.fleet_thread import Outbox
+from kosmos.tui.fleet_wire import (
+    Answer,
+    Ask,
+    Asked,
+    AskKind,
+    Cancel,
+    Ended,
+    Fixed,
+    FleetJob,
+    Kept,
+    Prompt,
+    Released,
+    Reply,
+    Rows,
+    RunAll,
+    RunRow,
+    Started,
+    StopCommand,
+    Waiting,
+    slim,
+)
 
-RunnerFactory = Callable[[HostSpec], Runner]
+# How often the table's rows are sent (seconds): the screen redraws them at this pace.
+ROWS_S = 0.25
 
 
-@dataclass(frozen=True)
-class FleetSpec:
-    """What the operator started: a skill with its params on several hosts."""
-
-    skill: Skill
-    params: dict[str, str]
-    hosts: list[HostSpec]
-    forks: int = DEFAULT_FORKS
-    llm_concurrency: int | None = None
-    # The host that runs first; the others follow (replaying its run) only if it is done.
-    canary: str | None = None
+def _settle(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
 
 
-@dataclass
+class _SharedPassphrases(Passphrases):
+    """The session's passphrases; one typed here is sent to the screen's process to keep."""
+
+    def __init__(self, typed: dict[Path, str], send: Callable[[Any], None]) -> None:
+        super().__init__()
+        self._typed.update(typed)
+        self._send = send
+
+    def keep(self, path: Path, passphrase: str) -> None:
+        super().keep(path, passphrase)
+        self._send(Kept(path, passphrase))
+
+
+class ProcessDesk:
+    """The broker's front end: each question goes to the screen, named by its host, and the
+    answer comes back as an `Answer` with the same id."""
+
+    def __init__(self, send: Callable[[Any], None], redactor: Callable[[str], str]) -> None:
+        self.send = send
+        self.redactor = redactor
+        self.broker: ApprovalBroker | None = None
+        self.current: ApprovalRequest | None = None
+        self.question: AnswerRequest | None = None
+        self._current: asyncio.Future[Any] | None = None
+        self._waits: dict[int, tuple[asyncio.Future[Any], Callable[[Answer], Any]]] = {}
+        self._ids = itertools.count(1)
+
+    # -- the screen's answers (in this loop) --------------------------------------------------
+
+    def answer_of(self, answer: Answer) -> None:
+        wait = self._waits.get(answer.id)
+        if wait is not None:
+            future, wrap = wait
+            _settle(future, wrap(answer))
+
+    def reply(self, reply: Reply) -> None:
+        wait = self._waits.get(reply.id)
+        if wait is None or wait[0].done():
+            return
+        if reply.error is not None:
+            wait[0].set_exception(KosmosError(reply.error))
+        else:
+            wait[0].set_result(reply.value)
+
+    async def _wait(
+        self, item: Callable[[int], Any], wrap: Callable[[Answer], Any], current: bool = False
+    ) -> Any:
+        """Send `item(id)` and wait for what the screen answers to that id (`current`: the
+        approval `A` may settle for every host at once)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        ask_id = next(self._ids)
+        self._waits[ask_id] = (future, wrap)
+        if current:
+            self._current = future
+        try:
+            self.send(item(ask_id))
+            return await future
+        finally:
+            del self._waits[ask_id]
+
+    async def _ask(
+        self,
+        host: str,
+        kind: AskKind,
+        payload: Any,
+        wrap: Callable[[Answer], Any],
+        current: bool = False,
+    ) -> Any:
+        ids: list[int] = []
+
+        def ask(ask_id: int) -> Ask:
+            ids.append(ask_id)
+            return Ask(host, ask_id, kind, payload)
+
+        try:
+            return await self._wait(ask, wrap, current)
+        finally:
+            if ids:
+                self.send(Asked(host, ids[0]))
+
+    # -- the broker's questions -------------------------------------------------------------
+
+    async def decide(self, request: ApprovalRequest) -> FleetApproval:
+        self.current = request
+        self.send(Waiting(request))
+        try:
+            proposal = request.proposal
+            wrap = lambda a: FleetApproval(a.value)  # noqa: E731
+            return await self._ask(proposal.host, "approval", proposal, wrap, current=True)
+        finally:
+            self.current = None
+            self._current = None
+            self.send(Waiting(None))
+
+    def run_on_all(self, command: str, inferred: bool) -> int:
+        """Run `command` on every host waiting on it and on those that propose it later (never
+        a dangerous one); returns how many hosts it released now."""
+        if self.broker is None:
+            return 0
+        released = self.broker.decide_all(command, Approval.run(), inferred=inferred)
+        current, future = self.current, self._current
+        same = current is not None and (current.proposal.command, current.proposal.inferred) == (
+            command,
+            inferred,
+        )
+        if same and current is not None and not current.dangerous and future is not None:
+            _settle(future, FleetApproval(Approval.run(), "all"))
+        return released
+
+    async def answer(self, request: AnswerRequest) -> FleetAnswer:
+        self.question = request
+        self.send(Waiting(replace(request, waiting=Fixed(request.hosts))))
+
+        def scoped(a: Answer) -> FleetAnswer:
+            several = len(request.hosts) > 1
+            return FleetAnswer(a.value, "all" if several and a.all else "host")
+
+        try:
+            return await self._ask(request.host, "question", request.question, scoped)
+        finally:
+            self.question = None
+            self.send(Waiting(None))
+
+    async def retry(self, host: str, error: KosmosError) -> bool:
+        kind = "host" if isinstance(error, HostError) else "LLM"
+        self.send(Waiting(host))
+        reason = (self.redactor(str(error)), kind)
+        return bool(await self._ask(host, "retry", reason, lambda a: bool(a.value)))
+
+    async def ask_secret(self, host: str, prompt: str) -> str | None:
+        value = await self._wait(lambda i: Prompt(i, "secret", (host, prompt)), lambda a: a)
+        return None if value is None else str(value)
+
+    async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
+        args = (host, key_type, fingerprint)
+        return bool(await self._wait(lambda i: Prompt(i, "host_key", args), lambda a: a))
+
+
 class FleetController:
-    """Owns one fleet run: its sessions, the broker, the transcripts in one run directory."""
+    """Owns one fleet run in the fleet's process: its sessions, the broker, the transcripts in
+    one run directory; `send` takes what goes to the screen."""
 
-    spec: FleetSpec
-    settings: Settings
-    prompts: Prompts
-    prompter: HostPrompter
-    redactor: Redactor
-    feeds: dict[str, HostFeed]
-    outbox: Outbox
-    answer_all: Callable[[], bool] = lambda: False
-    open_runner: RunnerFactory | None = None
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    fleet: Fleet | None = None
-    broker: ApprovalBroker | None = None
-    desk: TuiFleetDesk | None = None
-    run_dir: Path | None = None
-    result: FleetFinished | None = None
-    # ~/.ssh/config, read once for all the fleet's hosts.
-    ssh_config: SSHConfigFile = field(
-        default_factory=lambda: SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
-    )
-    # Key passphrases typed in this session (in memory only), shared with single runs.
-    passphrases: Passphrases = field(default_factory=Passphrases)
-
-    def __post_init__(self) -> None:
-        self.desk = TuiFleetDesk(self.outbox, self.prompter, self.redactor, self.answer_all)
+    def __init__(self, job: FleetJob, send: Callable[[Any], None]) -> None:
+        self.job = job
+        self.send = send
+        self.desk = ProcessDesk(send, job.redactor)
         self.broker = ApprovalBroker(self.desk)
         self.desk.broker = self.broker
+        self.fleet: Fleet | None = None
+        self.sessions: dict[str, Any] = {}
+        self.ssh_config = SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
+        self.passphrases = _SharedPassphrases(job.passphrases, send)
+        self._sent: dict[str, RunRow] = {}
 
-    def _runner(self, spec: HostSpec) -> Runner:
-        if self.open_runner is not None:
-            return self.open_runner(spec)
-        assert self.broker is not None
+    def _runner(self, spec: Any) -> Runner:
+        if self.job.open_runner is not None:
+            runner: Runner = self.job.open_runner(spec)
+            return runner
 
         def notify(message: str) -> None:
-            self.outbox.put(Notice(message=self.redactor(message), host=spec.name))
+            self.send(Notice(message=self.job.redactor(message), host=spec.name))
 
         return make_runner(
             spec.target,
-            self.settings,
+            self.job.settings,
             prompter=self.broker.desk_for(spec.name),
             notify=notify,
             ssh_config=self.ssh_config,
             passphrases=self.passphrases,
         )
 
-    async def run(self) -> FleetFinished:
-        """Run every host to its end; each host's events reach its file and the screen.
-        (In the fleet's thread.)"""
-        spec, settings = self.spec, self.settings
-        assert settings.transcript_dir is not None and self.broker is not None
-        self.run_dir = fleet_run_dir(settings, spec.skill.name, self.run_id)
-        journal = Journal(self.run_dir)
+    def rows(self) -> None:
+        """Send the rows that changed, and what waits on the operator."""
+        if self.fleet is None:
+            return
+        changed = []
+        for run in self.fleet.runs.values():
+            row = RunRow.of(run)
+            if self._sent.get(row.name) != row:
+                self._sent[row.name] = row
+                changed.append(row)
+        question = self.desk.question
+        asking = question.hosts if question is not None else ()
+        self.send(Rows(changed, self.broker.waiting, asking))
+
+    async def _send_rows(self) -> None:
+        while True:
+            await asyncio.sleep(ROWS_S)
+            self.rows()
+
+    def stop_command(self, host: str) -> None:
+        session = self.sessions.get(host)
+        if session is not None and session.command_running:
+            session.stop_command()
+
+    async def run(self) -> FleetFinished | None:
+        """Run every host to its end; each host's events reach its file and the screen."""
+        job, spec, settings = self.job, self.job.spec, self.job.settings
+        assert settings.transcript_dir is not None
+        run_dir = fleet_run_dir(settings, spec.skill.name, job.run_id)
+        self.send(Started(run_dir))
+        journal = Journal(run_dir)
         provider = make_provider(settings)
         broker = self.broker
-
-        # The config's choices, as a single TUI run takes them; each host its own policy.
         sessions = FleetSessions(
             spec.skill,
             spec.params,
             settings,
-            self.prompts,
-            self.redactor,
+            job.prompts,
+            job.redactor,
             journal,
-            run_id=self.run_id,
+            run_id=job.run_id,
         )
         recorder = FleetRecorder(sessions)
 
         def on_event(event: Event) -> None:
             recorder(event)
-            if event.host is not None and event.host in self.feeds:
-                self.outbox.put(event)
+            if event.host is not None:
+                self.send(slim(event))
 
-        def make_session(parts: SessionParts) -> Session:
+        def make_session(parts: SessionParts) -> Any:
             session = sessions(parts)
-            self.feeds[parts.host.name].session = session
+            self.sessions[parts.host.name] = session
             return session
 
         self.fleet = Fleet(
@@ -138,17 +305,101 @@ class FleetController:
             llm_concurrency=spec.llm_concurrency,
             canary=spec.canary,
             on_event=on_event,
-            redact=self.redactor,
+            redact=job.redactor,
             transcript_of=journal.path,
         )
         recorder.fleet = self.fleet
+        ticker = asyncio.create_task(self._send_rows())
         try:
-            self.result = await self.fleet.run()
+            return await self.fleet.run()
         finally:
+            ticker.cancel()
             await broker.aclose()
             journal.close()
             await provider.aclose()
             if self.fleet.result is not None:
-                self.result = self.fleet.result
-                write_fleet_result(self.run_dir, self.result)
-        return self.result
+                write_fleet_result(run_dir, self.fleet.result)
+            self.rows()
+
+
+def main(fd: int) -> None:
+    """The fleet's process (`fleet_process` starts it): its pipe to the screen is `fd`."""
+    serve(Connection(fd))
+
+
+def serve(conn: Connection) -> None:
+    """Wait for the job, run it, send how it ended; then return. A closed pipe before the
+    job (the screen closed unstarted) ends it at once."""
+    try:
+        job = conn.recv()
+    except (EOFError, OSError):
+        return
+    if isinstance(job, FleetJob):
+        asyncio.run(_serve(conn, job))
+
+
+async def _serve(conn: Connection, job: FleetJob) -> None:
+    loop = asyncio.get_running_loop()
+    batch: list[Any] = []
+
+    def flush() -> None:
+        items = batch[:]
+        batch.clear()
+        if not items:
+            return
+        with contextlib.suppress(OSError, ValueError):  # the screen has gone
+            conn.send(items)
+
+    def send(item: Any) -> None:
+        """Queue `item` for the screen; what this loop turn queued goes as one message."""
+        if not batch:
+            loop.call_soon(flush)
+        batch.append(item)
+
+    controller = FleetController(job, send)
+    main = asyncio.current_task()
+    assert main is not None
+    cancelled = False
+
+    def cancel() -> None:
+        nonlocal cancelled
+        cancelled = True
+        main.cancel()
+
+    def take(item: Any) -> None:
+        if isinstance(item, Answer):
+            controller.desk.answer_of(item)
+        elif isinstance(item, Reply):
+            controller.desk.reply(item)
+        elif isinstance(item, RunAll):
+            send(Released(item.command, controller.desk.run_on_all(item.command, item.inferred)))
+        elif isinstance(item, StopCommand):
+            controller.stop_command(item.host)
+        elif isinstance(item, Cancel):
+            cancel()
+
+    def listen() -> None:  # a thread: the screen's commands, into this loop
+        while True:
+            try:
+                item = conn.recv()
+            except (EOFError, OSError):
+                item = Cancel()  # the screen has gone: end as cancelled
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(take, item)
+            if isinstance(item, Cancel):
+                return
+
+    threading.Thread(target=listen, name="kosmos-fleet-listen", daemon=True).start()
+    result: FleetFinished | None = None
+    error: str | None = None
+    try:
+        result = await controller.run()
+    except asyncio.CancelledError:
+        result = controller.fleet.result if controller.fleet is not None else None
+    except Exception as e:
+        error = job.redactor(f"{e!r}")
+        result = controller.fleet.result if controller.fleet is not None else None
+    batch.append(Ended(result, error, cancelled))
+    flush()
+    with contextlib.suppress(OSError):
+        conn.close()

@@ -1,15 +1,17 @@
 """The fleet screen: one skill on several hosts, a live table, the selected host's run below it.
 
-The fleet runs in a thread of its own; this screen drains what it sends in batches, redraws the
-table's rows in view four times a second, and builds a host's run view only when the host is
-shown, from the events its `HostFeed` keeps.
+The fleet runs in a process of its own, started with the screen; this screen drains what it
+sends in batches, redraws the table's rows in view four times a second, and builds a host's run
+view only when the host is shown, from the events its `HostFeed` keeps.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, replace
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,13 +26,29 @@ from textual.widgets import Static
 
 from kosmos.events import Event
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
-from kosmos.fleet.orchestrator import HostRun
+from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
+from kosmos.hosts.runner import Runner
 from kosmos.skills.model import Skill
-from kosmos.tui.fleet_feed import Ask, Asked, HostFeed, OnScreen, Waiting
+from kosmos.tui.fleet_feed import HostFeed
 from kosmos.tui.fleet_host_view import HostView
-from kosmos.tui.fleet_runs import FleetController, FleetSpec, RunnerFactory
-from kosmos.tui.fleet_thread import FleetThread, Outbox
+from kosmos.tui.fleet_process import FleetProcess, Outbox
+from kosmos.tui.fleet_wire import (
+    Ask,
+    Asked,
+    Ended,
+    FleetJob,
+    FleetSpec,
+    Kept,
+    Prompt,
+    Released,
+    Reply,
+    Rows,
+    RunAll,
+    RunRow,
+    Started,
+    Waiting,
+)
 from kosmos.tui.messages import RunStateChanged
 from kosmos.tui.parts import TuiParts
 from kosmos.tui.widgets.fleet_approval import ApprovalBar, FleetSummary, RunOnAll
@@ -53,19 +71,19 @@ class FleetNews(Message):
     """The fleet's outbox has something (one message per batch, however many items)."""
 
 
-@dataclass
-class FleetEnded(Message):
-    """The fleet's thread has ended: with its result, or with `error`."""
-
-    error: BaseException | None
+RunnerFactory = Callable[[HostSpec], Runner]
 
 
 @dataclass
-class Released(Message):
-    """`A` released `count` hosts waiting on `command` (the fleet's answer)."""
+class FleetRecord:
+    """A started fleet as the screen knows it: where its transcripts go, what waits on the
+    operator (as last sent), and its result once it has ended."""
 
-    command: str
-    count: int
+    spec: FleetSpec
+    run_dir: Path | None = None
+    result: FleetFinished | None = None
+    waiting: list[ApprovalRequest] = field(default_factory=list)
+    asking: tuple[str, ...] = ()
 
 
 class FleetScreen(Screen[None]):
@@ -92,8 +110,8 @@ class FleetScreen(Screen[None]):
         self.parts = parts
         self.open_runner = open_runner
         self.feeds = {h.name: HostFeed(h.name) for h in spec.hosts}
-        self.controller: FleetController | None = None
-        self.thread: FleetThread | None = None
+        self.controller: FleetRecord | None = None
+        self.process: FleetProcess | None = None
         self.outbox = Outbox(lambda: None)
         self.host_view = HostView(
             lambda: self.query_one("#fleet-hosts", Vertical),
@@ -103,9 +121,8 @@ class FleetScreen(Screen[None]):
         )
         self.canary = spec.canary
         self.finished = False
-        # What the table shows until the operator starts the fleet.
-        self._ready = [HostRun(h, canary=h.name == spec.canary) for h in spec.hosts]
-        self._live = False
+        # The table's rows, kept current from what the fleet sends.
+        self._rows = {h.name: RunRow(h.name, canary=h.name == spec.canary) for h in spec.hosts}
         self._ticker: Timer | None = None
         self._show_timer: Timer | None = None
         self._offered: tuple[bool, ...] = ()
@@ -141,42 +158,39 @@ class FleetScreen(Screen[None]):
         return self.query_one(ApprovalBar)
 
     def on_mount(self) -> None:
-        self.table.set_runs(self._ready)
+        # The fleet's process starts now: its imports are done before the start key.
+        self.process = FleetProcess()
+        self.table.set_runs(list(self._rows.values()))
         self.show_host(self.spec.hosts[0].name)
         self.table.focus()
 
     def action_start(self) -> None:
         """Start every host (the canary alone first, when there is one)."""
-        if self.started:
+        if self.started or self.process is None:
             return
-        parts = self.parts
+        parts, process = self.parts, self.process
         loop = asyncio.get_running_loop()
 
-        def wake() -> None:  # the fleet's thread: one drain per batch
+        def wake() -> None:  # the reading thread: one drain per batch
             with contextlib.suppress(RuntimeError):  # the app's loop has closed
                 loop.call_soon_threadsafe(self.post_message, FleetNews())
 
         self.outbox = Outbox(wake)
-        self.thread = thread = FleetThread()
+        spec = replace(self.spec, canary=self.canary)
         for feed in self.feeds.values():
-            feed.call = thread.call
-        self.controller = FleetController(
-            spec=replace(self.spec, canary=self.canary),
+            feed.send = process.send
+            feed.answer_all = lambda: self.bar.answer_all
+        self.controller = FleetRecord(spec)
+        job = FleetJob(
+            spec=spec,
             settings=parts.config.settings,
             prompts=parts.config.prompts,
-            prompter=parts.prompter,
             redactor=parts.new_redactor(),
-            feeds=self.feeds,
-            outbox=self.outbox,
-            answer_all=lambda: self.bar.answer_all,
+            run_id=uuid.uuid4().hex,
+            passphrases=parts.pool.passphrases.typed(),
             open_runner=self.open_runner,
-            passphrases=parts.pool.passphrases,
         )
-
-        def ended(error: BaseException | None) -> None:  # the fleet's thread, at its end
-            self.outbox.put(FleetEnded(error))
-
-        thread.start(self.controller.run, ended)
+        process.start(job, self.outbox)
         self.query_one("#fleet-title", Static).update(self._title())
         self._ticker = self.set_interval(REDRAW_S, self._redraw)
         self._refresh_keys()
@@ -187,7 +201,7 @@ class FleetScreen(Screen[None]):
         if self.started or host is None:
             return
         self.canary = None if host == self.canary else host
-        for run in self._ready:
+        for run in self._rows.values():
             run.canary = run.name == self.canary
         self.query_one("#fleet-title", Static).update(self._title())
         self.table.tick()
@@ -200,39 +214,59 @@ class FleetScreen(Screen[None]):
 
     @on(FleetNews)
     def _news(self) -> None:
+        record = self.controller
         for item in self.outbox.drain():
             if isinstance(item, Event):
                 self.feeds[item.host or ""].take(item)
+            elif isinstance(item, Rows):
+                for row in item.rows:
+                    self._rows[row.name].__dict__.update(row.__dict__)
+                if record is not None:
+                    record.waiting, record.asking = item.waiting, item.asking
             elif isinstance(item, Ask):
                 self.feeds[item.host].ask(item)
             elif isinstance(item, Asked):
                 self.feeds[item.host].asked(item)
             elif isinstance(item, Waiting):
                 self._waiting(item.request)
-            elif isinstance(item, OnScreen):
-                self.run_worker(self._on_screen(item), group="fleet-modal")
+            elif isinstance(item, Prompt):
+                self.run_worker(self._prompt(item), group="fleet-modal")
+            elif isinstance(item, Started) and record is not None:
+                record.run_dir = item.run_dir
+            elif isinstance(item, Kept):
+                self.parts.pool.passphrases.keep(item.path, item.passphrase)
             elif isinstance(item, Released):
                 self.notify(
                     f"`{item.command}`: released {item.count} waiting host(s); "
                     "hosts that propose it later run it unasked"
                 )
-            elif isinstance(item, FleetEnded):
-                self._finished(item.error)
+            elif isinstance(item, Ended):
+                self._finished(item)
 
-    async def _on_screen(self, item: OnScreen) -> None:
+    async def _prompt(self, item: Prompt) -> None:
+        """A modal for the fleet (a secret, a host key); its answer goes back."""
+        prompter = self.parts.prompter
         try:
-            value = await item.make()
+            if item.kind == "secret":
+                host, prompt = item.args
+                value: object = await prompter.ask_secret(f"{host}: {prompt}")
+            else:
+                value = await prompter.confirm_host_key(*item.args)
         except Exception as e:
-            item.reply(None, e)
+            reply = Reply(item.id, None, self.parts.redactor(str(e)))
         else:
-            item.reply(value, None)
+            reply = Reply(item.id, value)
+        if self.process is not None:
+            self.process.send(reply)
 
     def _waiting(self, request: ApprovalRequest | AnswerRequest | str | None) -> None:
         if isinstance(request, str):
             # A host's error card waits on Retry: show that host.
             self.show_host(request, focus=True)
         elif isinstance(request, AnswerRequest):
-            self.bar.ask(request)
+            # The hosts asking it, as the fleet last sent them.
+            record, sent = self.controller, request.waiting
+            self.bar.ask(replace(request, waiting=lambda: (record and record.asking) or sent()))
             self.show_host(request.host, focus=True)
         else:
             self.bar.show(request, self._waiting_hosts(request) if request else ())
@@ -242,16 +276,10 @@ class FleetScreen(Screen[None]):
         self._refresh_keys()
 
     @property
-    def fleet_runs(self) -> list[HostRun]:
-        fleet = self.controller.fleet if self.controller else None
-        return list(fleet.runs.values()) if fleet else self._ready
+    def fleet_runs(self) -> list[RunRow]:
+        return list(self._rows.values())
 
     def _redraw(self) -> None:
-        fleet = self.controller.fleet if self.controller else None
-        if fleet is not None and not self._live:
-            # The fleet's own live state, once its thread has built it.
-            self._live = True
-            self.table.set_runs(list(fleet.runs.values()))
         self.table.tick()
         self._refresh_keys()  # a command may have started or ended on the host shown
         bar = self.bar
@@ -265,9 +293,9 @@ class FleetScreen(Screen[None]):
 
     def _waiting_hosts(self, request: ApprovalRequest) -> tuple[str, ...]:
         """The hosts waiting on the request's command right now (more may have come)."""
-        if request.dangerous or self.controller is None or self.controller.broker is None:
+        if request.dangerous or self.controller is None:
             return (request.proposal.host,)
-        for group in self.controller.broker.waiting:
+        for group in self.controller.waiting:
             same = (group.proposal.command, group.proposal.inferred)
             if same == (request.proposal.command, request.proposal.inferred):
                 # In the fleet's order, so the list does not reshuffle as hosts arrive.
@@ -294,30 +322,33 @@ class FleetScreen(Screen[None]):
             self._offered = offered
             self.refresh_bindings()
 
-    def _finished(self, error: BaseException | None) -> None:
+    def _finished(self, ended: Ended) -> None:
         if self.finished:
             return
         self.finished = True
         if self._ticker is not None:
             self._ticker.stop()
             self._ticker = None
+        record = self.controller
+        if record is not None:
+            record.result = ended.result
+            record.waiting, record.asking = [], ()
         self._redraw()
         self.bar.show(None)
-        if error is not None and not isinstance(error, asyncio.CancelledError):
-            text = self.parts.redactor(f"{error!r}")
+        if ended.error is not None:
+            text = self.parts.redactor(ended.error)
             self.mount(Note(f"the fleet stopped on an internal error: {text}", "warn"), before=0)
-        controller = self.controller
-        if controller is not None and controller.result is not None:
-            canary = controller.spec.canary is not None
-            summary = FleetSummary(controller.result, controller.run_dir, canary=canary)
+        if record is not None and record.result is not None:
+            canary = record.spec.canary is not None
+            summary = FleetSummary(record.result, record.run_dir, canary=canary)
             self.mount(summary, before="#fleet-hosts")
         self._refresh_keys()
 
     async def on_unmount(self) -> None:
         self.host_view.close()
         # Closed mid-run (the app quits): every host's run ends as aborted, transcripts closed.
-        if self.thread is not None and self.thread.running:
-            await self.thread.stop()
+        if self.process is not None:
+            await self.process.stop()
 
     # -- hosts ----------------------------------------------------------------------------
 
@@ -368,19 +399,10 @@ class FleetScreen(Screen[None]):
     def action_run_all(self) -> None:
         """Run the command in the bar on every host waiting on it, and on any that proposes it
         later; the bar's host is answered at once."""
-        request, thread, controller = self.bar.request, self.thread, self.controller
-        if request is None or not self.bar.can_run_all or thread is None or controller is None:
+        request, process = self.bar.request, self.process
+        if request is None or not self.bar.can_run_all or process is None or not self.started:
             return
-        desk = controller.desk
-        assert desk is not None
-        command, inferred = request.proposal.command, request.proposal.inferred
-        future = thread.submit(lambda: desk.run_on_all(command, inferred))
-
-        def released(done: object) -> None:  # the fleet's thread
-            with contextlib.suppress(Exception):
-                self.outbox.put(Released(command, future.result()))
-
-        future.add_done_callback(released)
+        process.send(RunAll(request.proposal.command, request.proposal.inferred))
         # The bar's host is answered: its view offers nothing more.
         self.bar.show(None)
         self._refresh_keys()

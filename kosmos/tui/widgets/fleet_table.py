@@ -23,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kosmos.engine.guard import visible
-from kosmos.fleet.orchestrator import HostRun
+from kosmos.tui.fleet_wire import RunRow
 
 COLUMNS = ("host", "state", "step", "last command", "elapsed", "exit")
 COMMAND_WIDTH = 40
@@ -57,7 +57,7 @@ def _short(text: str | None, width: int = COMMAND_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def row_of(run: HostRun, now: float) -> tuple[str, ...]:
+def row_of(run: RunRow, now: float) -> tuple[str, ...]:
     """One host's cells as plain text (what the table compares to skip unchanged cells)."""
     state = run.state + (" (replay)" if run.state == "running" and run.mode == "replay" else "")
     name = visible(run.name, one_line=True)
@@ -71,7 +71,7 @@ def row_of(run: HostRun, now: float) -> tuple[str, ...]:
     )
 
 
-def _elapsed(run: HostRun, now: float) -> str:
+def _elapsed(run: RunRow, now: float) -> str:
     if not run.started:
         return ""
     if run.finished is None:  # still counting: whole seconds, so the row changes once a second
@@ -131,7 +131,7 @@ class FleetTable(ScrollView, can_focus=True):
 
     def __init__(self) -> None:
         super().__init__(id="fleet-table")
-        self._runs: list[HostRun] = []
+        self._runs: list[RunRow] = []
         self._rows: dict[str, int] = {}
         # What each row in view showed when its line was last drawn (row -> cells).
         self._drawn: dict[int, tuple[str, ...]] = {}
@@ -140,7 +140,7 @@ class FleetTable(ScrollView, can_focus=True):
 
     # -- data ---------------------------------------------------------------------------------
 
-    def set_runs(self, runs: Sequence[HostRun]) -> None:
+    def set_runs(self, runs: Sequence[RunRow]) -> None:
         """The hosts the table shows, in this order (their state is read as lines are drawn)."""
         self._runs = list(runs)
         self._rows = {run.name: i for i, run in enumerate(self._runs)}

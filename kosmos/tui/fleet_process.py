@@ -1,0 +1,144 @@
+"""The fleet's process, seen from the screen's: started early, given its job, heard in batches.
+
+The screen draws in Textual's loop; a fleet's SSH sessions, LLM requests and transcripts run in
+a process of its own (`fleet_runs.serve`), so that neither waits on the other, not even for
+the interpreter's lock. A thread here reads what the fleet sends (`fleet_wire`) into an
+`Outbox` that the screen drains in batches; the screen's answers go back with `send`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from kosmos.tui.fleet_wire import Cancel, Ended, FleetJob
+
+# How long closing the screen waits for a cancelled fleet to close its hosts and transcripts.
+STOP_WAIT_S = 15.0
+
+
+class Outbox:
+    """Items from the fleet to the screen's loop, in order; `wake` is called (from the reading
+    thread) once for each batch, when the first item of a batch arrives."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+        self._items: list[Any] = []
+        self._lock = threading.Lock()
+
+    def put(self, item: Any) -> None:
+        self.put_all([item])
+
+    def put_all(self, items: list[Any]) -> None:
+        with self._lock:
+            first = not self._items
+            self._items.extend(items)
+        if first:
+            self._wake()
+
+    def drain(self) -> list[Any]:
+        """Everything put since the last drain (the next put wakes the screen again)."""
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+class FleetProcess:
+    """A fleet's process: spawned when made (its imports done before the start key), then
+    running one `FleetJob` whose items reach `outbox`."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        self._conn = Connection(ours.detach())
+        fd = theirs.fileno()
+        # The same modules as here (a test's host opener included); a session of its own, so
+        # that the terminal's keys and hang-ups are the screen's alone: if the screen's
+        # process goes, the fleet hears its end of the pipe close.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", f"from kosmos.tui.fleet_runs import main; main({fd})"],
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+        theirs.close()
+        self._lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+        self._ended = threading.Event()
+
+    def start(self, job: FleetJob, outbox: Outbox) -> None:
+        """Run `job`; everything the fleet sends goes to `outbox`, its end last (an `Ended`)."""
+
+        def read() -> None:
+            ended = False
+            try:
+                while not ended:
+                    try:
+                        items = self._conn.recv()
+                    except Exception:  # closed at either end (or closed here while reading)
+                        break
+                    ended = bool(items) and isinstance(items[-1], Ended)
+                    outbox.put_all(items)
+            finally:
+                if not ended:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self._process.wait(1.0)
+                    code = self._process.returncode
+                    outbox.put(
+                        Ended(None, f"the fleet's process ended unexpectedly (exit code {code})")
+                    )
+                self._ended.set()
+
+        self.send(job)
+        self._reader = threading.Thread(target=read, name="kosmos-fleet-read", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def running(self) -> bool:
+        return self._reader is not None and not self._ended.is_set()
+
+    def send(self, item: Any) -> bool:
+        """Send `item` to the fleet; False once its process has gone."""
+        with self._lock:
+            try:
+                self._conn.send(item)
+            except (OSError, ValueError):
+                return False
+        return True
+
+    async def stop(self, timeout: float = STOP_WAIT_S) -> bool:
+        """End the fleet (every host's run aborted, its transcript closed) and its process,
+        without blocking the caller's loop; False if it had not ended within `timeout`."""
+        if self.running:
+            self.send(Cancel())
+        else:
+            self.hang_up()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(self._process.wait, timeout)
+        ended = self._process.returncode is not None
+        if not ended:
+            self._process.kill()
+            await asyncio.to_thread(self._process.wait)
+        self.hang_up()
+        return ended
+
+    def hang_up(self) -> None:
+        """Close the screen's end of the pipe, as the screen's process ending would: the fleet
+        ends as cancelled."""
+        with self._lock, contextlib.suppress(OSError):
+            self._conn.close()

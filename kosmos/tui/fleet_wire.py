@@ -1,0 +1,235 @@
+"""What crosses between the fleet's process and the screen's: small picklable records.
+
+The fleet runs in a process of its own (`fleet_process`), so that a host's next step never
+waits for a frame to be drawn, nor a key for a hundred key exchanges, and neither shares an
+interpreter lock with the other. The fleet sends its events, in order, and these records; the
+screen answers with the commands at the bottom. Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kosmos.config import Settings
+from kosmos.events import CommandFinished, Event, LLMReply, LLMRequest
+from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
+from kosmos.fleet.orchestrator import DEFAULT_FORKS, HostRun
+from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.targets import HostSpec
+from kosmos.prompts import Prompts
+from kosmos.safety import Redactor
+from kosmos.skills.model import Skill
+
+# -- what the operator started ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """What the operator started: a skill with its params on several hosts."""
+
+    skill: Skill
+    params: dict[str, str]
+    hosts: list[HostSpec]
+    forks: int = DEFAULT_FORKS
+    llm_concurrency: int | None = None
+    # The host that runs first; the others follow (replaying its run) only if it is done.
+    canary: str | None = None
+
+
+@dataclass(frozen=True)
+class FleetJob:
+    """Everything the fleet's process needs to run `spec` (sent once, when it starts)."""
+
+    spec: FleetSpec
+    settings: Settings
+    prompts: Prompts
+    redactor: Redactor
+    run_id: str
+    # Key passphrases typed earlier in this TUI session (in memory only, never written).
+    passphrases: dict[Path, str] = field(default_factory=dict, repr=False)
+    # Tests open their hosts through this (a picklable callable) instead of SSH.
+    open_runner: Any = None
+
+
+# -- from the fleet to the screen ----------------------------------------------------------------
+
+
+def slim(event: Event) -> Event:
+    """`event` as the screen needs it: without the texts a host's view never shows (what the
+    LLM was sent, bar the system prompt, and what it answered; a command's output, which
+    reaches the screen as `CommandOutput` already)."""
+    if isinstance(event, LLMRequest):
+        system = [m for m in event.new_messages if m.role == "system"]
+        return event.model_copy(update={"new_messages": system})
+    if isinstance(event, LLMReply):
+        return event.model_copy(update={"content": "", "tool_calls": [], "usage": None})
+    if isinstance(event, CommandFinished):
+        return event.model_copy(update={"output": "", "sent_to_llm": ""})
+    return event
+
+
+@dataclass
+class RunRow:
+    """One host's row in the fleet table: a copy of its `HostRun`, as the screen draws it."""
+
+    name: str
+    state: str = "queued"
+    mode: str = "llm"
+    canary: bool = False
+    step: int = 0
+    last_command: str | None = None
+    last_exit: int | None = None
+    started: float | None = None
+    finished: float | None = None
+
+    @classmethod
+    def of(cls, run: HostRun) -> RunRow:
+        return cls(
+            run.name,
+            run.state,
+            run.mode,
+            run.canary,
+            run.step,
+            run.last_command,
+            run.last_exit,
+            run.started,
+            run.finished,
+        )
+
+    def elapsed(self, now: float | None = None) -> float:
+        # Both processes read the same system-wide monotonic clock.
+        if self.started is None:
+            return 0.0
+        return (self.finished or now or time.monotonic()) - self.started
+
+
+AskKind = Literal["approval", "question", "retry"]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A host waits on the operator: an approval of `payload` (a proposal), an answer to it (a
+    question), or a retry (`payload` is the reason and its kind); `Answer(id, …)` settles it."""
+
+    host: str
+    id: int
+    kind: AskKind
+    payload: Any
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The host no longer waits on ask `id` (answered, decided for all, or the run ended)."""
+
+    host: str
+    id: int
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What the approval bar shows: a command, a question, a host's error card (its name)."""
+
+    request: ApprovalRequest | AnswerRequest | str | None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A modal the fleet needs: a secret (`args`: host, prompt) or a host key (`args`: host,
+    key type, fingerprint); `Reply(id, …)` answers it."""
+
+    id: int
+    kind: Literal["secret", "host_key"]
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The rows that changed since the last `Rows`, what waits on the operator, grouped by
+    command, and the hosts asking the question on the bar (if any)."""
+
+    rows: list[RunRow]
+    waiting: list[ApprovalRequest]
+    asking: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Started:
+    run_dir: Path
+
+
+@dataclass(frozen=True)
+class Released:
+    """`A` released `count` hosts waiting on `command` (the fleet's answer)."""
+
+    command: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A key passphrase typed for a fleet host, kept for the rest of the TUI session."""
+
+    path: Path
+    passphrase: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The fleet has ended: its result, or the internal error that stopped it (as text)."""
+
+    result: FleetFinished | None
+    error: str | None = None
+    cancelled: bool = False
+
+
+# -- from the screen to the fleet ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The operator's answer to ask `id`; `all`: the same answer for every host asking it."""
+
+    id: int
+    value: Any
+    all: bool = False
+
+
+@dataclass(frozen=True)
+class RunAll:
+    """`A`: run `command` on every host waiting on it, and on those that propose it later."""
+
+    command: str
+    inferred: bool
+
+
+@dataclass(frozen=True)
+class StopCommand:
+    host: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The answer to `Prompt(id)`; `error`: why the screen could not ask."""
+
+    id: int
+    value: Any
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """End every host's run as aborted, then the process."""
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """The hosts asking a question when it was sent (an `AnswerRequest.waiting` that pickles);
+    the screen keeps it current from `Rows.asking`."""
+
+    hosts: tuple[str, ...]
+
+    def __call__(self) -> tuple[str, ...]:
+        return self.hosts
