@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import subprocess
 import sys
@@ -59,23 +58,23 @@ class FleetProcess:
         ours, theirs = socket.socketpair()
         self._conn = Connection(ours.detach())
         fd = theirs.fileno()
-        # The same modules as here (a test's host opener included); a session of its own, so
-        # that the terminal's keys and hang-ups are the screen's alone: if the screen's
-        # process goes, the fleet hears its end of the pipe close.
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # A session of its own, so that the terminal's keys and hang-ups are the screen's
+        # alone: if the screen's process goes, the fleet hears its end of the pipe close.
         self._process = subprocess.Popen(
             [sys.executable, "-c", f"from kosmos.tui.fleet_runs import main; main({fd})"],
             pass_fds=(fd,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env=env,
             start_new_session=True,
         )
         theirs.close()
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._ended = threading.Event()
+        # The same module path as here (a test's host opener included), set in the process
+        # rather than its environment, which the commands it runs on `local` inherit.
+        self.send(list(sys.path))
 
     def start(self, job: FleetJob, outbox: Outbox) -> None:
         """Run `job`; everything the fleet sends goes to `outbox`, its end last (an `Ended`)."""

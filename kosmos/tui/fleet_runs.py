@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -331,6 +332,8 @@ def serve(conn: Connection) -> None:
     """Wait for the job, run it, send how it ended; then return. A closed pipe before the
     job (the screen closed unstarted) ends it at once."""
     try:
+        path = conn.recv()
+        sys.path[:] = [p for p in path if p not in sys.path] + sys.path
         job = conn.recv()
     except (EOFError, OSError):
         return
