@@ -10,23 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import pickle
 import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from kosmos.tui.fleet_wire import Cancel, Ended, FleetJob
+from kosmos.tui.fleet_wire import Cancel, FleetJob
 
 # How long closing the screen waits for a cancelled fleet to close its hosts and transcripts.
 STOP_WAIT_S = 15.0
 
 
 class Outbox:
-    """Items from the fleet to the screen's loop, in order; `wake` is called (from the reading
-    thread) once for each batch, when the first item of a batch arrives."""
+    """What the fleet sent, in order, for the screen's loop; `wake` is called (from the reading
+    thread) once for each batch, when the first item of a batch arrives. The fleet's messages
+    are kept as the bytes read and unpickled by `drain`, in the screen's thread: the reading
+    thread only waits on the pipe, and never holds the interpreter's lock for long."""
 
     def __init__(self, wake: Callable[[], None]) -> None:
         self._wake = wake
@@ -34,12 +38,10 @@ class Outbox:
         self._lock = threading.Lock()
 
     def put(self, item: Any) -> None:
-        self.put_all([item])
-
-    def put_all(self, items: list[Any]) -> None:
+        """An item, or (as bytes) a pickled list of items."""
         with self._lock:
             first = not self._items
-            self._items.extend(items)
+            self._items.append(item)
         if first:
             self._wake()
 
@@ -47,7 +49,21 @@ class Outbox:
         """Everything put since the last drain (the next put wakes the screen again)."""
         with self._lock:
             items, self._items = self._items, []
-        return items
+        drained: list[Any] = []
+        for item in items:
+            if isinstance(item, bytes):
+                drained += pickle.loads(item)
+            else:
+                drained.append(item)
+        return drained
+
+
+@dataclass(frozen=True)
+class Gone:
+    """The fleet's process has closed its end of the pipe (after its `Ended`, or without one:
+    then it failed, with `exit_code`)."""
+
+    exit_code: int | None
 
 
 class FleetProcess:
@@ -77,26 +93,20 @@ class FleetProcess:
         self.send(list(sys.path))
 
     def start(self, job: FleetJob, outbox: Outbox) -> None:
-        """Run `job`; everything the fleet sends goes to `outbox`, its end last (an `Ended`)."""
+        """Run `job`; everything the fleet sends goes to `outbox`: its end (an `Ended`), then
+        `Gone` when its process has closed the pipe."""
 
         def read() -> None:
-            ended = False
             try:
-                while not ended:
+                while True:
                     try:
-                        items = self._conn.recv()
+                        outbox.put(self._conn.recv_bytes())
                     except Exception:  # closed at either end (or closed here while reading)
                         break
-                    ended = bool(items) and isinstance(items[-1], Ended)
-                    outbox.put_all(items)
             finally:
-                if not ended:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        self._process.wait(1.0)
-                    code = self._process.returncode
-                    outbox.put(
-                        Ended(None, f"the fleet's process ended unexpectedly (exit code {code})")
-                    )
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._process.wait(1.0)
+                outbox.put(Gone(self._process.returncode))
                 self._ended.set()
 
         self.send(job)

@@ -32,7 +32,7 @@ from kosmos.hosts.runner import Runner
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_feed import HostFeed
 from kosmos.tui.fleet_host_view import HostView
-from kosmos.tui.fleet_process import FleetProcess, Outbox
+from kosmos.tui.fleet_process import FleetProcess, Gone, Outbox
 from kosmos.tui.fleet_wire import (
     Ask,
     Asked,
@@ -242,6 +242,9 @@ class FleetScreen(Screen[None]):
                 )
             elif isinstance(item, Ended):
                 self._finished(item)
+            elif isinstance(item, Gone) and not self.finished:
+                code = item.exit_code
+                self._finished(Ended(None, f"the fleet's process ended (exit code {code})"))
 
     async def _prompt(self, item: Prompt) -> None:
         """A modal for the fleet (a secret, a host key); its answer goes back."""
