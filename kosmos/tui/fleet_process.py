@@ -87,7 +87,6 @@ class FleetProcess:
         theirs.close()
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
-        self._ended = threading.Event()
         # The same module path as here (a test's host opener included), set in the process
         # rather than its environment, which the commands it runs on `local` inherit.
         self.send(list(sys.path))
@@ -107,7 +106,6 @@ class FleetProcess:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._process.wait(1.0)
                 outbox.put(Gone(self._process.returncode))
-                self._ended.set()
 
         self.send(job)
         self._reader = threading.Thread(target=read, name="kosmos-fleet-read", daemon=True)
@@ -119,7 +117,8 @@ class FleetProcess:
 
     @property
     def running(self) -> bool:
-        return self._reader is not None and not self._ended.is_set()
+        """Started, and its process has not ended."""
+        return self._reader is not None and self._process.poll() is None
 
     def send(self, item: Any) -> bool:
         """Send `item` to the fleet; False once its process has gone."""

@@ -374,10 +374,14 @@ class FleetScreen(Screen[None]):
 
     @on(FleetTable.Highlighted)
     def _row_highlighted(self, message: FleetTable.Highlighted) -> None:
-        if not self.table.has_focus or message.host in (self.shown_host, self.host_view.coming):
+        if not self.table.has_focus:
             return
         if self._show_timer is not None:
+            # The cursor moved on before the last host it rested on was shown.
             self._show_timer.stop()
+            self._show_timer = None
+        if message.host in (self.shown_host, self.host_view.coming):
+            return
         self._show_timer = self.set_timer(SHOW_AFTER_S, lambda: self.show_host(message.host))
 
     @on(FleetTable.Selected)
