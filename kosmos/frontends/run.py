@@ -19,11 +19,6 @@ from kosmos.events import Event, Notice, RunFinished
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
-from kosmos.frontends.params_line import (
-    ask_param_in_terminal,
-    collect_in_dialogue,
-    dialogue_wanted,
-)
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.frontends.request import RunRequest
 from kosmos.frontends.terminal import drive, fail_early
@@ -34,7 +29,7 @@ from kosmos.runs.assembly import prepare_run
 from kosmos.runs.redactor import run_redactor
 from kosmos.runs.replay import Planned, Replay, load_replay, load_resume
 from kosmos.runs.skills import find_skill, skill_library
-from kosmos.skills.model import Skill
+from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
 
 
@@ -155,20 +150,38 @@ class RunFrontend:
                 if not req.skill:
                     raise UsageError("name a skill to run, or pass --resume TRANSCRIPT")
                 skill = await find_skill(library, req.skill, runner, timeout=timeout)
-                ask = None if req.non_interactive else ask_param_in_terminal(self.console)
                 given = parse_param_flags(req.params)
                 if req.replay is not None:
                     replay = load_replay(req.replay, skill.name, tolerant=req.replay_tolerant)
                     # The recorded parameters, unless the operator gives others.
                     given = {**replay.recording.started.params, **given}
-                elif dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
-                    given = await collect_in_dialogue(
-                        skill, given, settings, prompts, self.console, emit=self._early.append
-                    )
-                params = resolve_params(skill, given, ask=ask)
+                elif not req.non_interactive:
+                    given = await self._dialogue(skill, given, prompts)
+                params = resolve_params(skill, given, ask=self._asker())
             return await self._run_session(skill, params, runner, prompts, resume, replay)
         finally:
             await runner.close()
+
+    def _asker(self) -> Callable[[Param], str | None] | None:
+        """How a missing parameter is asked for: at the terminal, if a person is there."""
+        if self.request.non_interactive:
+            return None
+        # The terminal's ways of asking are loaded only where someone can answer them.
+        from kosmos.frontends.params_line import ask_param_in_terminal
+
+        return ask_param_in_terminal(self.console)
+
+    async def _dialogue(
+        self, skill: Skill, given: dict[str, str], prompts: Prompts
+    ) -> dict[str, str]:
+        """The parameters after a dialogue with the LLM, where one is wanted."""
+        from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
+
+        if not dialogue_wanted(skill, given, self.settings, non_interactive=False):
+            return given
+        return await collect_in_dialogue(
+            skill, given, self.settings, prompts, self.console, emit=self._early.append
+        )
 
     async def _run_session(
         self,
