@@ -54,6 +54,9 @@ UNUSED_HEADLESS = (
     "kosmos.engine.params_dialog",
     "kosmos.frontends.params_line",
     "kosmos.runs.params",
+    # A fresh run reads no transcript back.
+    "kosmos.engine.resume",
+    "kosmos.runs.replay",
 )
 
 
@@ -115,6 +118,11 @@ def test_the_json_protocol_and_the_dialogue_load_where_they_are_used(
     )
     assert code == 0 and len(llm.requests) == 1
     assert {"kosmos.engine.protocols.json_steps", "kosmos.llm.structured"} <= names
+    # Resuming that run reads its transcript back (a finished run is refused, after reading).
+    code, names = importtime_run(
+        ["--resume", str(tmp_path / "json.jsonl"), "--non-interactive"], cli_env, tmp_path
+    )
+    assert code == 2 and {"kosmos.engine.resume", "kosmos.runs.replay"} <= names
     with pseudo_terminal() as (master, slave):
         llm.script("[DONE] fine")
         proc = subprocess.run(
