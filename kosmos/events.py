@@ -1,6 +1,8 @@
 """Typed events: the engine emits them, front ends render them, the transcript stores them."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would then compile and evaluate each
+# field's annotation from its text as every event class is built, which is a fifth of what
+# importing this module costs every run.
 
 import time
 from collections.abc import Callable

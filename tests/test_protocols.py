@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kosmos.engine.operator import Approval
-from kosmos.engine.protocols import STEP_TOOLS, StepAction
+from kosmos.engine.protocols import STEP_TOOLS
+from kosmos.engine.protocols.json_steps import StepAction
 from kosmos.engine.session import SessionOptions
 from kosmos.events import (
     CapabilityFallback,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from kosmos.engine.guard import LineRedactor, redact_event
 from kosmos.events import CommandFinished
 from kosmos.safety import MASK, Redactor
+from kosmos.safety.secret_patterns import TOKENS
 from kosmos.transcript import Transcript, read_transcript
 
 # Streamed output arrives in chunks of any size: one byte, a few, a whole read.
@@ -177,6 +179,17 @@ def test_canary_secrets_are_masked_and_their_label_stays(
     assert secret not in out
     assert MASK in out
     assert label in out
+
+
+def test_every_token_pattern_compiles_and_masks_once_used() -> None:
+    # The table's patterns compile when a text first holds one of their hints: a broken one
+    # must fail here, not in the middle of a run.
+    for _, pattern, _ in TOKENS:
+        re.compile(pattern.pattern)
+    redactor = Redactor()
+    key = "ghp_" + "a1B2c3D4" * 4
+    assert redactor(f"token {key} end") == f"token ghp_{MASK} end"
+    assert redactor(f"again {key}") == f"again ghp_{MASK}"
 
 
 @pytest.mark.parametrize(

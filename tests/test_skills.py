@@ -321,6 +321,24 @@ def test_first_root_wins_and_the_rest_are_shadowed(tmp_path: Path) -> None:
     assert [(s.name, s.body) for s in library.shadowed] == [("same", "from second")]
 
 
+def test_a_look_up_by_name_reads_no_file_after_its_skill(tmp_path: Path) -> None:
+    # The first skill of a name wins, so finding it stops there: a broken file further on is
+    # neither read nor reported until the library is listed (or a look-up needs it all).
+    first, later = tmp_path / "first", tmp_path / "later"
+    write_skill(first, "probe-folder", skill_text("probe"))
+    write_skill(later, "broken", "---\nname: broken\nparams: 5\n---\nBody.\n")
+    library = SkillLibrary([(first, "--skills-dir"), (later, "user")])
+
+    assert library.find("probe").name == "probe"
+    assert library.errors == []
+    # By folder: a skill named so further on would win, so the whole library is read.
+    assert library.find("probe-folder").name == "probe"
+    assert len(library.errors) == 1 and "broken" in library.errors[0]
+    assert [s.name for s in library.list()] == ["probe"]
+    with pytest.raises(SkillNotFound):
+        library.find("absent")
+
+
 def test_default_order_follows_design(tmp_path: Path) -> None:
     cwd, user, extra = tmp_path / "project", tmp_path / "user", tmp_path / "extra"
     write_skill(cwd / ".kosmos" / "skills", "s", skill_text("in-kosmos"))

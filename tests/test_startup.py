@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import pseudo_terminal, run_cli
 from tests.llmserver import ScriptedLLM
 
 SKILL = """---
@@ -45,8 +45,37 @@ def imported(stderr: str) -> set[str]:
     return names
 
 
-def heavy(names: set[str]) -> list[str]:
-    return sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in HEAVY))
+# What a non-interactive run with the tags protocol (the default) has no use for: the json
+# protocol's models and structured client, the parameter dialogue with the LLM.
+UNUSED_HEADLESS = (
+    "kosmos.engine.protocols.json_steps",
+    "kosmos.llm.structured",
+    "kosmos.llm.content",
+    "kosmos.engine.params_dialog",
+    "kosmos.frontends.params_line",
+    "kosmos.runs.params",
+    # A fresh run reads no transcript back.
+    "kosmos.engine.resume",
+    "kosmos.runs.replay",
+)
+
+
+def heavy(names: set[str], among: tuple[str, ...] = HEAVY) -> list[str]:
+    return sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in among))
+
+
+def importtime_run(args: list[str], env: dict, cwd: Path) -> tuple[int, set[str]]:
+    """`kosmos run ARGS` under `-X importtime`: its exit code and the modules it loaded."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kosmos", "run", *args],
+        env=env,
+        cwd=cwd,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return proc.returncode, imported(proc.stderr)
 
 
 def test_a_local_run_loads_no_ssh_tui_or_chat(
@@ -70,6 +99,44 @@ def test_a_local_run_loads_no_ssh_tui_or_chat(
     # The run really happened and importtime really reported: the LLM client is among them.
     assert len(llm.requests) == 2 and "httpx" in names
     assert heavy(names) == []
+    assert heavy(names, UNUSED_HEADLESS) == []
+
+
+def test_the_json_protocol_and_the_dialogue_load_where_they_are_used(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    # The same measure sees the json protocol's modules on a run that uses it (so the test
+    # above can fail), and the parameter dialogue's on a run with a person at the terminal.
+    (tmp_path / ".kosmos/skills/probe").mkdir(parents=True)
+    (tmp_path / ".kosmos/skills/probe/SKILL.md").write_text(SKILL)
+    llm.script('{"action": "done", "text": "fine"}')
+    code, names = importtime_run(
+        ["probe", "--host", "local", "--protocol", "json", "--non-interactive", "--yes"]
+        + ["--transcript", str(tmp_path / "json.jsonl")],
+        cli_env,
+        tmp_path,
+    )
+    assert code == 0 and len(llm.requests) == 1
+    assert {"kosmos.engine.protocols.json_steps", "kosmos.llm.structured"} <= names
+    # Resuming that run reads its transcript back (a finished run is refused, after reading).
+    code, names = importtime_run(
+        ["--resume", str(tmp_path / "json.jsonl"), "--non-interactive"], cli_env, tmp_path
+    )
+    assert code == 2 and {"kosmos.engine.resume", "kosmos.runs.replay"} <= names
+    with pseudo_terminal() as (master, slave):
+        llm.script("[DONE] fine")
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "kosmos", "run", "probe"]
+            + ["--host", "local", "--yes", "--transcript", str(tmp_path / "tty.jsonl")],
+            env=cli_env,
+            cwd=tmp_path,
+            stdin=slave,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "kosmos.frontends.params_line" in imported(proc.stderr)
 
 
 def test_the_ssh_path_is_still_reached_when_a_host_needs_it(

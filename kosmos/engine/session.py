@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from kosmos.engine import context, history
 from kosmos.engine.actions import Actions
@@ -22,7 +22,6 @@ from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import ACTION_TAGS, Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
-from kosmos.engine.resume import Resumed
 from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
     EXIT_DONE,
@@ -56,6 +55,10 @@ from kosmos.memory import DEFAULT_FOLDER, MemoryStore
 from kosmos.prompts import Prompts, SystemParts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
+
+if TYPE_CHECKING:
+    # Only a resumed run has one (kosmos.runs.replay reads it); a fresh run never loads it.
+    from kosmos.engine.resume import Resumed
 
 __all__ = ["LLM_MAX_BYTES", "LLM_MAX_LINES", "Session", "SessionOptions"]
 

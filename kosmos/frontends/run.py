@@ -8,22 +8,17 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kosmos import errors
 from kosmos.config import Settings
 from kosmos.engine.operator import Operator
-from kosmos.engine.resume import Resumed, same_skill
 from kosmos.engine.session import Session
 from kosmos.errors import Aborted, KosmosError, UsageError
 from kosmos.events import Event, Notice, RunFinished
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator, LinePrompter
-from kosmos.frontends.params_line import (
-    ask_param_in_terminal,
-    collect_in_dialogue,
-    dialogue_wanted,
-)
 from kosmos.frontends.render import JsonRenderer, TextRenderer
 from kosmos.frontends.request import RunRequest
 from kosmos.frontends.terminal import drive, fail_early
@@ -32,10 +27,13 @@ from kosmos.hosts.runner import Runner
 from kosmos.prompts import Prompts
 from kosmos.runs.assembly import prepare_run
 from kosmos.runs.redactor import run_redactor
-from kosmos.runs.replay import Planned, Replay, load_replay, load_resume
 from kosmos.runs.skills import find_skill, skill_library
-from kosmos.skills.model import Skill
+from kosmos.skills.model import Param, Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
+
+if TYPE_CHECKING:
+    from kosmos.engine.resume import Resumed
+    from kosmos.runs.replay import Replay
 
 
 class RunFrontend:
@@ -130,12 +128,8 @@ class RunFrontend:
         req, settings = self.request, self.settings
         prompts = Prompts.load(settings.prompts_file)
         library = skill_library(settings, req.skills_dirs, self.env, self.home)
-        resume = load_resume(req.resume, prompts) if req.resume is not None else None
-        if isinstance(resume, Planned):
-            # A fleet host that never started: its planned run, anew, into that file.
-            self.console.say(self.console.style(resume.note, "33"), stream=self.console.err)
-            req = self.request = req.planned(resume.plan)
-            resume = None
+        resume = self._resumed(req.resume, prompts) if req.resume is not None else None
+        req = self.request
         host = req.host or (resume.started.host if resume else None) or "local"
         self.host = host
         prompter = None if req.non_interactive else LinePrompter(self.console)
@@ -149,26 +143,61 @@ class RunFrontend:
                 if req.skill or not Path(ref).exists():
                     ref = req.skill or resume.started.skill
                 skill = await find_skill(library, ref, runner, timeout=timeout)
+                from kosmos.engine.resume import same_skill
+
                 same_skill(resume, skill.name, req.skill)
                 params = dict(resume.started.params)
             else:
                 if not req.skill:
                     raise UsageError("name a skill to run, or pass --resume TRANSCRIPT")
                 skill = await find_skill(library, req.skill, runner, timeout=timeout)
-                ask = None if req.non_interactive else ask_param_in_terminal(self.console)
                 given = parse_param_flags(req.params)
                 if req.replay is not None:
+                    from kosmos.runs.replay import load_replay
+
                     replay = load_replay(req.replay, skill.name, tolerant=req.replay_tolerant)
                     # The recorded parameters, unless the operator gives others.
                     given = {**replay.recording.started.params, **given}
-                elif dialogue_wanted(skill, given, settings, non_interactive=req.non_interactive):
-                    given = await collect_in_dialogue(
-                        skill, given, settings, prompts, self.console, emit=self._early.append
-                    )
-                params = resolve_params(skill, given, ask=ask)
+                elif not req.non_interactive:
+                    given = await self._dialogue(skill, given, prompts)
+                params = resolve_params(skill, given, ask=self._asker())
             return await self._run_session(skill, params, runner, prompts, resume, replay)
         finally:
             await runner.close()
+
+    def _resumed(self, path: Path, prompts: Prompts) -> Resumed | None:
+        """The run `--resume` continues; None for a fleet host's run that never started,
+        which becomes this run's request anew (into that file)."""
+        # Loaded here: a fresh run has no use for reading a transcript back.
+        from kosmos.runs.replay import Planned, load_resume
+
+        resume = load_resume(path, prompts)
+        if not isinstance(resume, Planned):
+            return resume
+        self.console.say(self.console.style(resume.note, "33"), stream=self.console.err)
+        self.request = self.request.planned(resume.plan)
+        return None
+
+    def _asker(self) -> Callable[[Param], str | None] | None:
+        """How a missing parameter is asked for: at the terminal, if a person is there."""
+        if self.request.non_interactive:
+            return None
+        # The terminal's ways of asking are loaded only where someone can answer them.
+        from kosmos.frontends.params_line import ask_param_in_terminal
+
+        return ask_param_in_terminal(self.console)
+
+    async def _dialogue(
+        self, skill: Skill, given: dict[str, str], prompts: Prompts
+    ) -> dict[str, str]:
+        """The parameters after a dialogue with the LLM, where one is wanted."""
+        from kosmos.frontends.params_line import collect_in_dialogue, dialogue_wanted
+
+        if not dialogue_wanted(skill, given, self.settings, non_interactive=False):
+            return given
+        return await collect_in_dialogue(
+            skill, given, self.settings, prompts, self.console, emit=self._early.append
+        )
 
     async def _run_session(
         self,

@@ -6,14 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from typing import TYPE_CHECKING
 
-from kosmos.engine.resume import Resumed
 from kosmos.engine.session import Session
 from kosmos.errors import EXIT_INTERRUPTED, KosmosError
 from kosmos.events import RunFinished
 from kosmos.frontends.console import Console
 from kosmos.frontends.render import JsonRenderer
 from kosmos.safety import Redactor
+
+if TYPE_CHECKING:
+    from kosmos.engine.resume import Resumed
 
 
 def fail_early(error: KosmosError, console: Console, redactor: Redactor, *, json: bool) -> int:

@@ -14,12 +14,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kosmos.config import Settings
 from kosmos.engine.approval import Policy
 from kosmos.engine.guard import redact_event
 from kosmos.engine.operator import Operator
-from kosmos.engine.resume import Resumed
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import RecordError
 from kosmos.events import Event, RunFinished, RunStarted
@@ -28,10 +28,14 @@ from kosmos.llm.factory import make_provider
 from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
 from kosmos.runs.policy import resolve_policy
-from kosmos.runs.replay import Replay, replay_parts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 from kosmos.transcript import Transcript, default_path
+
+if TYPE_CHECKING:
+    # A resumed or replayed run's parts: a fresh run never loads them.
+    from kosmos.engine.resume import Resumed
+    from kosmos.runs.replay import Replay
 
 Show = Callable[[Event], None]
 
@@ -199,6 +203,8 @@ def prepare_run(
 
     provider: Provider
     if replay is not None:
+        from kosmos.runs.replay import replay_parts
+
         provider, operator = replay_parts(replay, operator)
     else:
         provider = make_provider(settings)

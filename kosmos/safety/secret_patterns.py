@@ -11,8 +11,29 @@ import re
 
 MASK = "[REDACTED]"
 
+
+class LazyPattern:
+    """A regex compiled the first time it is used.
+
+    A table pattern runs only on a text that holds one of its hints, and most runs meet few
+    of them: compiling the whole table when the module loads cost every run several ms of
+    start-up for patterns it never used.
+    """
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def sub(self, repl: str, text: str) -> str:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled.sub(repl, text)
+
+
 # (hints, pattern, replacement): see the table below.
-Token = tuple[tuple[str, ...], re.Pattern[str], str]
+Token = tuple[tuple[str, ...], LazyPattern, str]
 
 # Key names: the long words may follow any prefix (PGPASSWORD, aws_secret_access_key); the
 # short ones only a whole component (db_pass, x-auth), or `bypass` and `author` would match.
@@ -69,7 +90,7 @@ _CRYPT = (
 # cheaper than a regex pass, and most output holds none of them. Group 1, where present, is
 # the label that stays visible.
 _TABLE: tuple[Token, ...] = tuple(
-    (hints, re.compile(pattern), replacement)
+    (hints, LazyPattern(pattern), replacement)
     for hints, pattern, replacement in (
         (("AKIA", "ASIA", "ABIA", "ACCA"), r"\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", rf"\1{MASK}"),
         (("AIza",), r"\b(AIza)[0-9A-Za-z_-]{35}", rf"\1{MASK}"),

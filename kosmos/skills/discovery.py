@@ -119,8 +119,18 @@ class SkillLibrary:
             skill, empty_folder = self._load_path(ref)
             if skill is not None:
                 return skill
-        entries = self._scan()
         wanted = ref.strip().strip("/")
+        if self._entries is None:
+            # The first skill of that name wins wherever it is, so the files after it need not
+            # be read (a run finds its skill without loading the whole library). Without one,
+            # the files read are the whole library, kept as a scan would keep them.
+            read: builtins.list[_Entry] = []
+            for entry in self._read():
+                if entry.skill is not None and entry.skill.name == wanted:
+                    return entry.skill
+                read.append(entry)
+            self._keep(read)
+        entries = self._scan()
         tiers = (
             [e for e in entries if e.skill is not None and e.skill.name == wanted],
             [e for e in entries if e.ref == wanted],
@@ -161,8 +171,15 @@ class SkillLibrary:
     def _scan(self) -> builtins.list[_Entry]:
         if self._entries is not None:
             return self._entries
-        entries: list[_Entry] = []
-        self.errors = []
+        return self._keep(list(self._read()))
+
+    def _keep(self, entries: builtins.list[_Entry]) -> builtins.list[_Entry]:
+        self._entries = entries
+        self.errors = [str(e.error) for e in entries if e.error is not None]
+        return entries
+
+    def _read(self) -> Iterator[_Entry]:
+        """Every SKILL.md of every root, in order, loaded as it is reached."""
         for source in self.roots:
             for file in _skill_files(source.path):
                 folder_path = file.parent.relative_to(source.path).as_posix()
@@ -171,12 +188,9 @@ class SkillLibrary:
                 try:
                     skill = load_skill_file(file, source.label, ref=ref)
                 except SkillError as e:
-                    entries.append(_Entry(file, ref, folder, source, None, e))
-                    self.errors.append(str(e))
+                    yield _Entry(file, ref, folder, source, None, e)
                 else:
-                    entries.append(_Entry(file, ref, folder, source, skill, None))
-        self._entries = entries
-        return entries
+                    yield _Entry(file, ref, folder, source, skill, None)
 
     def _load_path(self, ref: str) -> tuple[Skill | None, Path | None]:
         """The skill at path `ref`; else None and, when `ref` is a folder, that folder."""

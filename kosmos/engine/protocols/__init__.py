@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from kosmos.engine.protocols.auto import AutoProtocol
 from kosmos.engine.protocols.base import ProtocolSwitched, StepProtocol, Turn
-from kosmos.engine.protocols.json_steps import JsonProtocol, MemoryStepAction, StepAction
 from kosmos.engine.protocols.tags import TagsProtocol
 from kosmos.engine.protocols.tools import MEMORY_TOOLS, STEP_TOOLS, ToolsProtocol
 from kosmos.events import Emit
@@ -17,11 +16,8 @@ __all__ = [
     "PROTOCOLS",
     "STEP_TOOLS",
     "AutoProtocol",
-    "JsonProtocol",
     "MEMORY_TOOLS",
-    "MemoryStepAction",
     "ProtocolSwitched",
-    "StepAction",
     "StepProtocol",
     "TagsProtocol",
     "ToolsProtocol",
@@ -41,6 +37,10 @@ def make_protocol(
     """The step protocol called `name`, over `provider`. `memory` (--memory): json and tools
     offer the [GET-FILE] and memory actions too (tags always understands them)."""
     if name == "json":
+        # Imported here: its models and the structured client cost a run of another
+        # protocol a few milliseconds of start-up for nothing.
+        from kosmos.engine.protocols.json_steps import JsonProtocol
+
         return JsonProtocol(provider, prompts, emit=emit, memory=memory)
     if name == "tools":
         return ToolsProtocol(provider, prompts, emit=emit, memory=memory)
