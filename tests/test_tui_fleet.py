@@ -96,7 +96,8 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "uname -s", 3), "uname waiting on 3 hosts")
         screen = fleet_screen(app)
-        assert {screen.table.state_of(n) for n in names} == {"approval"}
+        states = lambda: {screen.table.state_of(n) for n in names}  # noqa: E731
+        await until(pilot, lambda: states() == {"approval"}, "every host's row says approval")
         assert screen.bar.query_one("#run-all", Button).label.plain == "Run on all 3 (A)"
         await pilot.press("A")
         await until(pilot, waiting_on(app, "echo second", 3), "echo waiting on 3 hosts")

@@ -224,6 +224,15 @@ class FleetController:
         self.ssh_config = SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
         self.passphrases = _SharedPassphrases(job.passphrases, send)
         self._sent: dict[str, RunRow] = {}
+        self._rows_due = False
+        # A host that starts or stops waiting on the operator shows so at once, not at the
+        # next tick: once per loop turn, however many hosts it is.
+        self.broker.on_waiting = lambda host, waiting: self._rows_soon()
+
+    def _rows_soon(self) -> None:
+        if not self._rows_due:
+            self._rows_due = True
+            asyncio.get_running_loop().call_soon(self.rows)
 
     def _runner(self, spec: Any) -> Runner:
         if self.job.open_runner is not None:
@@ -244,6 +253,7 @@ class FleetController:
 
     def rows(self) -> None:
         """Send the rows that changed, and what waits on the operator."""
+        self._rows_due = False
         if self.fleet is None:
             return
         changed = []
