@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kosmos.engine.operator import Approval
+from kosmos.engine.session import Session
 from kosmos.errors import HostError, KosmosError
 from kosmos.events import Event, Notice
 from kosmos.fleet.approvals import (
@@ -34,6 +35,7 @@ from kosmos.fleet.approvals import (
 from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished
+from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import Runner
@@ -220,7 +222,7 @@ class FleetController:
         self.broker = ApprovalBroker(self.desk)
         self.desk.broker = self.broker
         self.fleet: Fleet | None = None
-        self.sessions: dict[str, Any] = {}
+        self.sessions: dict[str, Session] = {}
         self.ssh_config = SSHConfigFile(Path.home() / ".ssh" / "config", local_user())
         self.passphrases = _SharedPassphrases(job.passphrases, send)
         self._sent: dict[str, RunRow] = {}
@@ -234,7 +236,7 @@ class FleetController:
             self._rows_due = True
             asyncio.get_running_loop().call_soon(self.rows)
 
-    def _runner(self, spec: Any) -> Runner:
+    def _runner(self, spec: HostSpec) -> Runner:
         if self.job.open_runner is not None:
             runner: Runner = self.job.open_runner(spec)
             return runner
@@ -301,7 +303,7 @@ class FleetController:
             if event.host is not None:
                 self.send(slim(event))
 
-        def make_session(parts: SessionParts) -> Any:
+        def make_session(parts: SessionParts) -> Session:
             session = sessions(parts)
             self.sessions[parts.host.name] = session
             return session
