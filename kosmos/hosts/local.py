@@ -134,7 +134,11 @@ class LocalRunner:
             with contextlib.suppress(Exception):
                 started = await spawn
                 _kill_group(started.pid, signal.SIGKILL)
-                await started.wait()
+                # Its exit is seen once its pipes close: read what it printed to the end (a
+                # full pipe stops asyncio reading it, and the wait would never end).
+                assert started.stdout is not None
+                await asyncio.wait_for(started.stdout.read(), KILL_GRACE)
+                await asyncio.wait_for(started.wait(), KILL_GRACE)
             raise
         buffer = OutputBuffer()
         decoder = StreamDecoder()
