@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kosmos.cli_args import build_parser, parse
 from kosmos.errors import EXIT_INTERRUPTED, EXIT_PIPE, KosmosError, UsageError
+from kosmos.heap import settle
 
 if TYPE_CHECKING:
     from kosmos.config import Settings
@@ -128,6 +129,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         frontend = _run_frontend(request, settings)
         import asyncio
 
+        settle()
         return asyncio.run(frontend.run())
     except KosmosError as e:
         if frontend is None:
@@ -154,6 +156,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     frontend = ChatFrontend(request, _settings(args), env=dict(os.environ), home=Path.home())
     import asyncio
 
+    settle()
     return asyncio.run(frontend.run())
 
 
@@ -196,6 +199,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         )
     from kosmos.tui.app import run_tui
 
+    settle()
     return run_tui(
         settings,
         host=args.host[0] if args.host else "local",
@@ -245,7 +249,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         transcript_dir=args.transcript_dir,
     )
-    return mcp_command(request, _settings(args), env=os.environ, home=Path.home())
+    settings = _settings(args)
+    settle()
+    return mcp_command(request, settings, env=os.environ, home=Path.home())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,15 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from kosmos.events import (
-    CommandFinished,
-    CommandOutput,
-    CommandStarted,
-    Event,
-    RunFinished,
-    parse_event,
-)
-from kosmos.tui.fleet_wire import Answer, Ask, Asked, StopCommand
+from kosmos.events import CommandFinished, CommandStarted, Event, RunFinished, parse_event
+from kosmos.tui.fleet_wire import Answer, Ask, Asked, Output, StopCommand, Told
 from kosmos.tui.messages import (
     ApprovalNeeded,
     EngineEvent,
@@ -41,6 +34,10 @@ if TYPE_CHECKING:
 # The output of one step a host keeps for a view built later: the newest characters (the
 # step's widget shows its last 500 lines; the transcript keeps head and tail of all of it).
 KEPT_OUTPUT = 32 * 1024
+
+# The `type`s of the events that start a command, and of those that end it.
+STARTS = CommandStarted.model_fields["type"].default
+ENDS = {kind.model_fields["type"].default for kind in (CommandFinished, RunFinished)}
 
 
 def _message(ask: Ask) -> Message:
@@ -62,8 +59,8 @@ class HostFeed:
         # answer for every host" box; both set when the fleet starts.
         self.send: Callable[[Any], bool] = lambda item: False
         self.answer_all: Callable[[], bool] = lambda: False
-        # The host's events, slimmed, as JSON: a thousand hosts' stories stay small until one
-        # is shown.
+        # The host's events, slimmed, as the JSON lines the fleet sent: a thousand hosts'
+        # stories stay small, and are parsed only when one is shown.
         self._story: list[str] = []
         self.kept: dict[int, str] = {}
         self.view: RunView | None = None
@@ -117,23 +114,23 @@ class HostFeed:
 
     # -- what the fleet sends ---------------------------------------------------------------
 
-    def take(self, event: Event) -> None:
+    def take(self, item: Told | Output) -> None:
         """One of the host's events, kept and (if the host is shown) passed to its view."""
         view = self.view
-        if isinstance(event, CommandOutput):
-            kept = self.kept.get(event.step, "") + event.text
-            self.kept[event.step] = kept[-KEPT_OUTPUT:]
+        if isinstance(item, Output):
+            kept = self.kept.get(item.step, "") + item.text
+            self.kept[item.step] = kept[-KEPT_OUTPUT:]
             # Batched as in a single run: one queued message per burst, not per chunk.
-            if view is not None and self.output.feed(event.step, event.text):
-                view.post_message(OutputReady(event.step))
+            if view is not None and self.output.feed(item.step, item.text):
+                view.post_message(OutputReady(item.step))
             return
-        self._story.append(event.model_dump_json())
-        if isinstance(event, CommandStarted):
+        self._story.append(item.line)
+        if item.type == STARTS:
             self.command_running = True
-        elif isinstance(event, CommandFinished | RunFinished):
+        elif item.type in ENDS:
             self.command_running = False
         if view is not None:
-            view.post_message(EngineEvent(event))
+            view.post_message(EngineEvent(parse_event(json.loads(item.line))))
 
     def ask(self, ask: Ask) -> None:
         self.asking = ask

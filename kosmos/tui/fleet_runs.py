@@ -36,6 +36,7 @@ from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import Fleet, SessionParts
 from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
+from kosmos.heap import settle
 from kosmos.hosts.factory import make_runner
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import Runner
@@ -61,7 +62,7 @@ from kosmos.tui.fleet_wire import (
     Started,
     StopCommand,
     Waiting,
-    slim,
+    told,
 )
 
 # How often the table's rows are sent (seconds): the screen redraws them at this pace.
@@ -301,7 +302,7 @@ class FleetController:
         def on_event(event: Event) -> None:
             recorder(event)
             if event.host is not None:
-                self.send(slim(event))
+                self.send(told(event))
 
         def make_session(parts: SessionParts) -> Session:
             session = sessions(parts)
@@ -350,6 +351,7 @@ def serve(conn: Connection) -> None:
     except (EOFError, OSError):
         return
     if isinstance(job, FleetJob):
+        settle()
         asyncio.run(_serve(conn, job))
 
 

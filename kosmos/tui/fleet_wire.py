@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kosmos.config import Settings
-from kosmos.events import CommandFinished, Event, LLMReply, LLMRequest
+from kosmos.events import CommandFinished, CommandOutput, Event, LLMReply, LLMRequest
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.orchestrator import DEFAULT_FORKS, HostRun
 from kosmos.fleet.results import FleetFinished
@@ -60,7 +60,7 @@ class FleetJob:
 def slim(event: Event) -> Event:
     """`event` as the screen needs it: without the texts a host's view never shows (what the
     LLM was sent, bar the system prompt, and what it answered; a command's output, which
-    reaches the screen as `CommandOutput` already)."""
+    reaches the screen as `Output` already)."""
     if isinstance(event, LLMRequest):
         system = [m for m in event.new_messages if m.role == "system"]
         return event.model_copy(update={"new_messages": system})
@@ -69,6 +69,34 @@ def slim(event: Event) -> Event:
     if isinstance(event, CommandFinished):
         return event.model_copy(update={"output": "", "sent_to_llm": ""})
     return event
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """One of a host's events, slimmed, as its JSON line: the screen keeps the text and parses
+    it only for the host it shows (a model rebuilt per event would cost the screen's loop more
+    than the frame it is drawing)."""
+
+    host: str
+    type: str  # the event's `type`
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A chunk of a host's command output (`CommandOutput`)."""
+
+    host: str
+    step: int
+    text: str
+
+
+def told(event: Event) -> Told | Output:
+    """A host's event as it crosses to the screen."""
+    assert event.host is not None
+    if isinstance(event, CommandOutput):
+        return Output(event.host, event.step, event.text)
+    return Told(event.host, event.type, slim(event).model_dump_json())
 
 
 @dataclass

@@ -24,10 +24,10 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
-from kosmos.events import Event
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
+from kosmos.heap import settle
 from kosmos.hosts.runner import Runner
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_feed import HostFeed
@@ -40,6 +40,7 @@ from kosmos.tui.fleet_wire import (
     FleetJob,
     FleetSpec,
     Kept,
+    Output,
     Prompt,
     Released,
     Reply,
@@ -47,6 +48,7 @@ from kosmos.tui.fleet_wire import (
     RunAll,
     RunRow,
     Started,
+    Told,
     Waiting,
 )
 from kosmos.tui.messages import RunStateChanged
@@ -190,6 +192,7 @@ class FleetScreen(Screen[None]):
             passphrases=parts.pool.passphrases.typed(),
             open_runner=self.open_runner,
         )
+        settle()  # the screen's widgets, like the imports, stay out of the fleet's collections
         process.start(job, self.outbox)
         self.query_one("#fleet-title", Static).update(self._title())
         self._ticker = self.set_interval(REDRAW_S, self._redraw)
@@ -216,8 +219,8 @@ class FleetScreen(Screen[None]):
     def _news(self) -> None:
         record = self.controller
         for item in self.outbox.drain():
-            if isinstance(item, Event):
-                self.feeds[item.host or ""].take(item)
+            if isinstance(item, Told | Output):
+                self.feeds[item.host].take(item)
             elif isinstance(item, Rows):
                 for row in item.rows:
                     self._rows[row.name].__dict__.update(row.__dict__)
