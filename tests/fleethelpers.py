@@ -85,6 +85,21 @@ class Hosts:
         return LocalRunner(cwd=self.root / spec.name, env=env)
 
 
+class FallsOver:
+    """A host opener that cannot reach the TUI's fleet process: unpickled there, it raises, and
+    that process ends with a traceback, as a crash of it would."""
+
+    def __reduce__(self) -> tuple[Callable[[str], None], tuple[str]]:
+        return _fall_over, ("the fleet's process fell over on arrival",)
+
+    def __call__(self, spec: HostSpec) -> Runner:
+        raise AssertionError("never called")
+
+
+def _fall_over(message: str) -> None:
+    raise RuntimeError(message)
+
+
 async def run_fleet(
     base_url: str,
     names: Sequence[str],

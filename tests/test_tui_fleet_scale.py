@@ -14,7 +14,8 @@ from kosmos.tui.fleet_wire import RunRow
 from kosmos.tui.widgets.fleet_approval import FleetSummary
 from kosmos.tui.widgets.fleet_table import FleetTable
 from kosmos.tui.widgets.run_view import RunView
-from tests.fleethelpers import scripted
+from kosmos.tui.widgets.steps import Note
+from tests.fleethelpers import FallsOver, scripted
 from tests.llmserver import ScriptedLLM
 from tests.test_tui_fleet import SIZE, fleet_app, fleet_done, fleet_screen, start_fleet, waiting_on
 from tests.tuihelpers import processes_running, running_timers, until
@@ -248,6 +249,30 @@ async def test_a_fleet_whose_screen_has_gone_ends_every_run_and_leaves_nothing(
         for name in names:
             events = read_transcript(screen.controller.run_dir / f"{name}.jsonl")
             assert events[-1].type == "result" and events[-1].status == "aborted"
+
+
+async def test_a_fleet_process_that_fails_says_why_and_keeps_its_traceback(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    """The fleet's process may not write on the screen's terminal: when it fails, the screen
+    says how it ended with its last line (the exception), and its whole output is kept beside
+    the transcripts."""
+    app = fleet_app(llm, home, ["g1", "g2"])
+    app.config.open_runner = FallsOver()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        screen = fleet_screen(app)
+        await until(pilot, lambda: screen.finished, "the fleet ended")
+        await pilot.pause()
+        shown = " ".join(str(note.render()) for note in screen.query(Note))
+        assert "the fleet's process ended (exit code 1)" in shown
+        assert "RuntimeError: the fleet's process fell over on arrival" in shown
+        log = screen.controller.log
+        assert log is not None and str(log) in shown
+        text = log.read_text()
+        assert text.startswith("Traceback") and "_fall_over" in text
+        assert screen.process is not None and not screen.process.running
 
 
 def zombie(pid: int) -> bool:

@@ -14,6 +14,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from kosmos.tui.fleet_wire import Cancel, FleetJob
 
 # How long closing the screen waits for a cancelled fleet to close its hosts and transcripts.
 STOP_WAIT_S = 15.0
+# The most of the fleet's process's own output (a traceback) that `Gone` carries: its end.
+KEPT_STDERR = 64 * 1024
 
 
 class Outbox:
@@ -61,9 +64,17 @@ class Outbox:
 @dataclass(frozen=True)
 class Gone:
     """The fleet's process has closed its end of the pipe (after its `Ended`, or without one:
-    then it failed, with `exit_code`)."""
+    then it failed, with `exit_code`); `stderr` is what it wrote there (a traceback, if it
+    failed), which cannot go to the terminal the screen draws on."""
 
     exit_code: int | None
+    stderr: str = ""
+
+    @property
+    def reason(self) -> str:
+        """Its last line of output (the exception of a traceback), or ""."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
 
 
 class FleetProcess:
@@ -74,6 +85,7 @@ class FleetProcess:
         ours, theirs = socket.socketpair()
         self._conn = Connection(ours.detach())
         fd = theirs.fileno()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (read and closed by the reader)
         # A session of its own, so that the terminal's keys and hang-ups are the screen's
         # alone: if the screen's process goes, the fleet hears its end of the pipe close.
         self._process = subprocess.Popen(
@@ -81,7 +93,7 @@ class FleetProcess:
             pass_fds=(fd,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
             start_new_session=True,
         )
         theirs.close()
@@ -105,11 +117,19 @@ class FleetProcess:
             finally:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._process.wait(1.0)
-                outbox.put(Gone(self._process.returncode))
+                outbox.put(Gone(self._process.returncode, self._output()))
 
         self.send(job)
         self._reader = threading.Thread(target=read, name="kosmos-fleet-read", daemon=True)
         self._reader.start()
+
+    def _output(self) -> str:
+        """The end of what the process wrote on its stderr (the file is closed after)."""
+        with contextlib.suppress(OSError, ValueError), self._stderr as f:
+            size = f.seek(0, 2)
+            f.seek(max(size - KEPT_STDERR, 0))
+            return f.read().decode(errors="replace")
+        return ""
 
     @property
     def pid(self) -> int:
@@ -143,6 +163,8 @@ class FleetProcess:
             self._process.kill()
             await asyncio.to_thread(self._process.wait)
         self.hang_up()
+        if self._reader is None:  # never started: nobody reads its output
+            self._stderr.close()
         return ended
 
     def hang_up(self) -> None:

@@ -42,7 +42,7 @@ from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.runner import Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
-from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
+from kosmos.runs.fleet import FleetRecorder, FleetSessions, write_fleet_result
 from kosmos.tui.fleet_wire import (
     Answer,
     Ask,
@@ -283,7 +283,7 @@ class FleetController:
         """Run every host to its end; each host's events reach its file and the screen."""
         job, spec, settings = self.job, self.job.spec, self.job.settings
         assert settings.transcript_dir is not None
-        run_dir = fleet_run_dir(settings, spec.skill.name, job.run_id)
+        run_dir = job.run_dir
         self.send(Started(run_dir))
         journal = Journal(run_dir)
         provider = make_provider(settings)

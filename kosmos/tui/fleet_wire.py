@@ -48,6 +48,7 @@ class FleetJob:
     prompts: Prompts
     redactor: Redactor
     run_id: str
+    run_dir: Path  # where the transcripts go
     # Key passphrases typed earlier in this TUI session (in memory only, never written).
     passphrases: dict[Path, str] = field(default_factory=dict, repr=False)
     # Tests open their hosts through this (a picklable callable) instead of SSH.

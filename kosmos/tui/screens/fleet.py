@@ -29,6 +29,7 @@ from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
 from kosmos.heap import settle
 from kosmos.hosts.runner import Runner
+from kosmos.runs.fleet import fleet_run_dir
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_feed import HostFeed
 from kosmos.tui.fleet_host_view import HostView
@@ -86,6 +87,8 @@ class FleetRecord:
     result: FleetFinished | None = None
     waiting: list[ApprovalRequest] = field(default_factory=list)
     asking: tuple[str, ...] = ()
+    # Where the fleet's process's own output goes if it wrote any (a traceback).
+    log: Path | None = None
 
 
 class FleetScreen(Screen[None]):
@@ -182,13 +185,16 @@ class FleetScreen(Screen[None]):
         for feed in self.feeds.values():
             feed.send = process.send
             feed.answer_all = lambda: self.bar.answer_all
-        self.controller = FleetRecord(spec)
+        run_id = uuid.uuid4().hex
+        run_dir = fleet_run_dir(parts.config.settings, spec.skill.name, run_id)
+        self.controller = FleetRecord(spec, log=run_dir / "fleet-process.log")
         job = FleetJob(
             spec=spec,
             settings=parts.config.settings,
             prompts=parts.config.prompts,
             redactor=parts.new_redactor(),
-            run_id=uuid.uuid4().hex,
+            run_id=run_id,
+            run_dir=run_dir,
             passphrases=parts.pool.passphrases.typed(),
             open_runner=self.open_runner,
         )
@@ -245,9 +251,30 @@ class FleetScreen(Screen[None]):
                 )
             elif isinstance(item, Ended):
                 self._finished(item)
-            elif isinstance(item, Gone) and not self.finished:
-                code = item.exit_code
-                self._finished(Ended(None, f"the fleet's process ended (exit code {code})"))
+            elif isinstance(item, Gone):
+                self._gone(item)
+
+    def _gone(self, gone: Gone) -> None:
+        """The fleet's process has ended: what it wrote on its stderr goes beside the
+        transcripts (`fleet-process.log`); ended without its `Ended`, it failed, and says why."""
+        record = self.controller
+        text = self.parts.redactor(gone.stderr)
+        log = None
+        if text.strip() and record is not None and record.log is not None:
+            log = record.log
+            try:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                log.write_text(text)
+            except OSError:
+                log = None
+        if self.finished:
+            return
+        why = f"the fleet's process ended (exit code {gone.exit_code})"
+        if gone.reason:
+            why += f": {self.parts.redactor(gone.reason)}"
+        if log is not None:
+            why += f"; its output is in {log}"
+        self._finished(Ended(None, why))
 
     async def _prompt(self, item: Prompt) -> None:
         """A modal for the fleet (a secret, a host key); its answer goes back."""
