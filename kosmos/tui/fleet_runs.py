@@ -44,6 +44,7 @@ from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, write_fleet_result
 from kosmos.tui.fleet_wire import (
+    ROWS_S,
     Answer,
     Ask,
     Asked,
@@ -64,9 +65,6 @@ from kosmos.tui.fleet_wire import (
     Waiting,
     told,
 )
-
-# How often the table's rows are sent (seconds): the screen redraws them at this pace.
-ROWS_S = 0.25
 
 
 def _settle(future: asyncio.Future[Any], value: Any) -> None:
@@ -98,15 +96,16 @@ class ProcessDesk:
         self.current: ApprovalRequest | None = None
         self.question: AnswerRequest | None = None
         self._current: asyncio.Future[Any] | None = None
-        self._waits: dict[int, tuple[asyncio.Future[Any], Callable[[Answer], Any]]] = {}
+        # What each sent item waits on, and how an `Answer` to it becomes the value (a secret
+        # or a host key modal answers with a `Reply`, its value as it is).
+        self._waits: dict[int, tuple[asyncio.Future[Any], Callable[[Answer], Any] | None]] = {}
         self._ids = itertools.count(1)
 
     # -- the screen's answers (in this loop) --------------------------------------------------
 
     def answer_of(self, answer: Answer) -> None:
-        wait = self._waits.get(answer.id)
-        if wait is not None:
-            future, wrap = wait
+        future, wrap = self._waits.get(answer.id, (None, None))
+        if future is not None and wrap is not None:
             _settle(future, wrap(answer))
 
     def reply(self, reply: Reply) -> None:
@@ -119,7 +118,10 @@ class ProcessDesk:
             wait[0].set_result(reply.value)
 
     async def _wait(
-        self, item: Callable[[int], Any], wrap: Callable[[Answer], Any], current: bool = False
+        self,
+        item: Callable[[int], Any],
+        wrap: Callable[[Answer], Any] | None = None,
+        current: bool = False,
     ) -> Any:
         """Send `item(id)` and wait for what the screen answers to that id (`current`: the
         approval `A` may settle for every host at once)."""
@@ -204,12 +206,12 @@ class ProcessDesk:
         return bool(await self._ask(host, "retry", reason, lambda a: bool(a.value)))
 
     async def ask_secret(self, host: str, prompt: str) -> str | None:
-        value = await self._wait(lambda i: Prompt(i, "secret", (host, prompt)), lambda a: a)
+        value = await self._wait(lambda i: Prompt(i, "secret", (host, prompt)))
         return None if value is None else str(value)
 
     async def confirm_host_key(self, host: str, key_type: str, fingerprint: str) -> bool:
         args = (host, key_type, fingerprint)
-        return bool(await self._wait(lambda i: Prompt(i, "host_key", args), lambda a: a))
+        return bool(await self._wait(lambda i: Prompt(i, "host_key", args)))
 
 
 class FleetController:

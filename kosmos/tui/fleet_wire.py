@@ -23,6 +23,10 @@ from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
+# How often (seconds) the fleet sends the table's changed rows, and the screen redraws the rows
+# in view, while the fleet runs.
+ROWS_S = 0.25
+
 # -- what the operator started ------------------------------------------------------------------
 
 

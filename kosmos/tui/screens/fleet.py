@@ -35,6 +35,7 @@ from kosmos.tui.fleet_feed import HostFeed
 from kosmos.tui.fleet_host_view import HostView
 from kosmos.tui.fleet_process import FleetProcess, Gone, Outbox
 from kosmos.tui.fleet_wire import (
+    ROWS_S,
     Ask,
     Asked,
     Ended,
@@ -63,8 +64,6 @@ from kosmos.tui.widgets.steps import Note
 if TYPE_CHECKING:
     from kosmos.tui.widgets.sidebar import Sidebar
 
-# The table's rows in view are redrawn this often (seconds) while the fleet runs.
-REDRAW_S = 0.25
 # A host highlighted in the table is shown once the cursor has rested on it this long: holding
 # a key down through a thousand hosts builds no thousand run views.
 SHOW_AFTER_S = 0.5
@@ -201,7 +200,7 @@ class FleetScreen(Screen[None]):
         settle()  # the screen's widgets, like the imports, stay out of the fleet's collections
         process.start(job, self.outbox)
         self.query_one("#fleet-title", Static).update(self._title())
-        self._ticker = self.set_interval(REDRAW_S, self._redraw)
+        self._ticker = self.set_interval(ROWS_S, self._redraw)
         self._refresh_keys()
 
     def action_canary(self) -> None:
