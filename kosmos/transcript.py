@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import json
@@ -11,6 +12,7 @@ import re
 import stat
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -43,6 +45,9 @@ class AppendWriter:
     milliseconds, and no run waits on the disk between its steps. A killed kosmos loses at
     most the lines of the last few milliseconds; each file ends with whole lines.
 
+    Where losing those would matter (a command about to run, which a resumed run must know
+    started), `synced` waits until every line handed over is on the disk.
+
     A line the disk does not take (full, an I/O error) is cut back out of its file, so the
     file still ends with a whole line, and the first such failure is raised once, from the
     next `append` or `flush`. Later lines are still tried: the last events of a run that
@@ -50,7 +55,10 @@ class AppendWriter:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        # Lines for files, calls to make once what came before them is fsynced, the end.
+        self._queue: queue.SimpleQueue[tuple[int, bytes] | Callable[[], None] | None] = (
+            queue.SimpleQueue()
+        )
         self._thread: threading.Thread | None = None
         self._failed: WriteFailed | None = None
         self._reported = False
@@ -61,6 +69,22 @@ class AppendWriter:
             self._thread.start()
         self._queue.put((fd, data))
         self._report()
+
+    def synced(self) -> Awaitable[None]:
+        """Done once every line handed over so far is written and fsynced (or failed: the
+        failure is raised by the next `append`), without blocking the caller's loop."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        if self._thread is None:  # nothing handed over, or all of it flushed
+            future.set_result(None)
+            return future
+
+        def written() -> None:  # in the writer's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(_settle, future)
+
+        self._queue.put(written)
+        return future
 
     def flush(self) -> None:
         """Write out and fsync everything handed over; raise a failure not raised yet."""
@@ -88,16 +112,21 @@ class AppendWriter:
                 except queue.Empty:
                     break
             touched: set[int] = set()
+            calls: list[Callable[[], None]] = []
             for item in batch:
-                if item is not None:
+                if isinstance(item, tuple):
                     fd, data = item
                     if self._write(fd, data):
                         touched.add(fd)
+                elif item is not None:
+                    calls.append(item)
             for fd in touched:
                 try:
                     os.fsync(fd)
                 except OSError as e:
                     self._fail(fd, e)
+            for call in calls:
+                call()
             if None in batch:
                 return
 
@@ -118,6 +147,11 @@ class AppendWriter:
             return False
 
 
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class Transcript:
     """Writes each event as one JSON line, fsynced within milliseconds (AppendWriter); a
     killed run keeps all but the events of its last moments."""
@@ -136,6 +170,10 @@ class Transcript:
             self._writer.append(self._fd, line.encode("utf-8"))
         except WriteFailed as e:
             raise self._failed(e.error) from None
+
+    def synced(self) -> Awaitable[None]:
+        """Done once every event written so far is on the disk."""
+        return self._writer.synced()
 
     def close(self) -> None:
         if self._fd is not None:

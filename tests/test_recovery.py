@@ -102,6 +102,29 @@ def test_resume_after_kill_9_headless_does_not_rerun_the_lost_command(
     assert events[-1].type == "result" and events[-1].status == "done"
 
 
+@pytest.mark.parametrize("fleet", [False, True], ids=["run", "fleet"])
+def test_a_command_runs_only_once_the_transcript_holds_its_start(
+    llm: ScriptedLLM, cli_env: dict, project: Path, fleet: bool
+) -> None:
+    """A kill -9 at any moment after a command has started leaves its `command_started` in
+    the transcript (so that a resumed run never runs it again): each command counts, as it
+    starts, the starts its transcript holds on the disk."""
+    if fleet:  # a fleet of one host: its transcript is web1.jsonl in the run's folder
+        hosts = project / "hosts.yml"
+        hosts.write_text("all:\n  hosts:\n    web1:\n      ansible_host: local\n")
+        where = ["-i", str(hosts), "--hosts", "web1", "--transcript", str(project / "runs")]
+        transcript = project / "runs" / "web1.jsonl"
+    else:
+        transcript = project / "t.jsonl"
+        where = ["--transcript", str(transcript)]
+    count = f'grep -c \'"type": "command_started"\' {transcript}'
+    llm.script(*(f"[CMD] {count} # {i}" for i in range(3)), "[DONE] ok")
+    proc = run_cli(["run", "probe", "--non-interactive", "--yes", *where], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    events = read_transcript(transcript)
+    assert [e.output.strip() for e in events if e.type == "command_finished"] == ["1", "2", "3"]
+
+
 def test_replay_of_a_resumed_run_does_not_run_the_lost_command(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:

@@ -6,7 +6,7 @@ A skill's `[CMD]` and `run_command` outside a skill take this one road.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from kosmos.engine.approval import ApprovalGate, Decision
@@ -88,6 +88,7 @@ class CommandStep:
         prompts: Prompts,
         emit: Callable[[Event], None],
         command_timeout: float,
+        synced: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.runner = runner
         # The session's gate, looked up each time: a replay puts its own in place.
@@ -98,6 +99,9 @@ class CommandStep:
         self.prompts = prompts
         self.emit = emit
         self.command_timeout = command_timeout
+        # Done once the transcript holds every event so far: a command runs only once its
+        # `command_started` is on the disk, so that a resumed run never runs it again.
+        self.synced = synced
         self.stop: asyncio.Event | None = None
         self.count = 0
 
@@ -124,6 +128,8 @@ class CommandStep:
         if prepared.declined:
             return CommandOutcome(command, decision, sudo_declined=True)
         self.emit(CommandStarted(step=step, command=decision.command))
+        if self.synced is not None:
+            await self.synced()
         self.stop = asyncio.Event()
         lines = LineRedactor(self.redactor)
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -107,6 +107,7 @@ class Session:
         transcript: str | None = None,
         protocol: StepProtocol | None = None,
         redactor: Redactor | None = None,
+        synced: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.skill = skill
         self.params = dict(params)
@@ -164,6 +165,7 @@ class Session:
             prompts=prompts,
             emit=self.emit,
             command_timeout=self.options.command_timeout,
+            synced=synced,
         )
         self.memory = MemoryStore(self.options.memory_dir or DEFAULT_FOLDER)
         self.actions = Actions(

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Awaitable
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -56,6 +57,10 @@ class Journal:
             self._writer.append(self._fd(event.host), line.encode("utf-8"))
         except WriteFailed as e:
             raise self._failed(e) from None
+
+    def synced(self) -> Awaitable[None]:
+        """Done once every event written so far (every host's) is on the disk."""
+        return self._writer.synced()
 
     def close(self) -> None:
         """Write out everything queued, fsync and close every file."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,6 +112,10 @@ class TranscriptSink:
                 early = redact_event(early, self.redactor)
                 self._file.write(early.model_copy(update={"host": event.host}))
             self.early.clear()
+
+    def synced(self) -> Awaitable[None]:
+        """Done once every event written so far is on the disk."""
+        return self._file.synced()
 
     def close(self) -> None:
         self._file.close()
@@ -220,6 +224,7 @@ def prepare_run(
         run_id=run_id,
         transcript=str(path),
         redactor=redactor,
+        synced=sink.synced,
     )
     if replay is not None:
         replay.attach(session)

@@ -91,6 +91,7 @@ class FleetSessions:
             run_id=f"{self.run_id}-{host.name}",
             transcript=str(self.journal.path(host.name)),
             redactor=self.redactor,
+            synced=self.journal.synced,
         )
 
 
