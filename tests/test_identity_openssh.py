@@ -163,9 +163,14 @@ def agent(tmp_path: Path) -> Iterator[str]:
         ["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        for _ in range(200):
+        # The socket's file exists once bound, a moment before the agent listens: wait until
+        # `ssh-add -l` reaches it (exit 1: no identities; 2: cannot connect).
+        env = {"PATH": os.environ["PATH"], "SSH_AUTH_SOCK": str(sock)}
+        for _ in range(500):
             if sock.exists():
-                break
+                listed = subprocess.run(["ssh-add", "-l"], env=env, capture_output=True)
+                if listed.returncode != 2:
+                    break
             time.sleep(0.02)
         yield str(sock)
     finally:
