@@ -112,7 +112,10 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
             if table.is_mounted and table.cursor_row == wanted[0]:
                 wanted[1].set_result(time.perf_counter())
 
+    from kosmos.heap import settle
+
     app = Probe(config)
+    settle()  # as `kosmos tui` does before its app starts
     latencies: list[float] = []
     figures: dict[str, Any] = {}
     profiler = _start_profile(profile)

@@ -241,7 +241,12 @@ async def test_a_fleet_whose_screen_has_gone_ends_every_run_and_leaves_nothing(
         # Each host's command (and the shell around it) runs.
         await until(pilot, lambda: len(processes_running("sleep 4711")) >= 2, "both sleeping")
         screen = fleet_screen(app)
-        await until(pilot, lambda: screen.controller.run_dir is not None, "the run directory")
+        run_dir = screen.controller.run_dir
+        await until(
+            pilot,
+            lambda: all((run_dir / f"{name}.jsonl").exists() for name in names),
+            "the transcripts",
+        )
         pid = screen.process.pid
         screen.process.hang_up()
         await until(pilot, lambda: not Path(f"/proc/{pid}").exists() or zombie(pid), "its end")
@@ -268,8 +273,8 @@ async def test_a_fleet_process_that_fails_says_why_and_keeps_its_traceback(
         shown = " ".join(str(note.render()) for note in screen.query(Note))
         assert "the fleet's process ended (exit code 1)" in shown
         assert "RuntimeError: the fleet's process fell over on arrival" in shown
-        log = screen.controller.log
-        assert log is not None and str(log) in shown
+        log = screen.controller.run_dir / "fleet-process.log"
+        assert str(log) in shown
         text = log.read_text()
         assert text.startswith("Traceback") and "_fall_over" in text
         assert screen.process is not None and not screen.process.running

@@ -60,7 +60,6 @@ from kosmos.tui.fleet_wire import (
     Rows,
     RunAll,
     RunRow,
-    Started,
     StopCommand,
     Waiting,
     told,
@@ -284,9 +283,7 @@ class FleetController:
     async def run(self) -> FleetFinished | None:
         """Run every host to its end; each host's events reach its file and the screen."""
         job, spec, settings = self.job, self.job.spec, self.job.settings
-        assert settings.transcript_dir is not None
         run_dir = job.run_dir
-        self.send(Started(run_dir))
         journal = Journal(run_dir)
         provider = make_provider(settings)
         broker = self.broker

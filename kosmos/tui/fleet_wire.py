@@ -189,11 +189,6 @@ class Rows:
 
 
 @dataclass(frozen=True)
-class Started:
-    run_dir: Path
-
-
-@dataclass(frozen=True)
 class Released:
     """`A` released `count` hosts waiting on `command` (the fleet's answer)."""
 

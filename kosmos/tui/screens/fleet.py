@@ -27,7 +27,6 @@ from textual.widgets import Static
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
 from kosmos.fleet.results import FleetFinished
 from kosmos.fleet.targets import HostSpec
-from kosmos.heap import settle
 from kosmos.hosts.runner import Runner
 from kosmos.runs.fleet import fleet_run_dir
 from kosmos.skills.model import Skill
@@ -49,7 +48,6 @@ from kosmos.tui.fleet_wire import (
     Rows,
     RunAll,
     RunRow,
-    Started,
     Told,
     Waiting,
 )
@@ -82,12 +80,10 @@ class FleetRecord:
     operator (as last sent), and its result once it has ended."""
 
     spec: FleetSpec
-    run_dir: Path | None = None
+    run_dir: Path  # where its transcripts go (and the fleet's process's output, if any)
     result: FleetFinished | None = None
     waiting: list[ApprovalRequest] = field(default_factory=list)
     asking: tuple[str, ...] = ()
-    # Where the fleet's process's own output goes if it wrote any (a traceback).
-    log: Path | None = None
 
 
 class FleetScreen(Screen[None]):
@@ -186,7 +182,7 @@ class FleetScreen(Screen[None]):
             feed.answer_all = lambda: self.bar.answer_all
         run_id = uuid.uuid4().hex
         run_dir = fleet_run_dir(parts.config.settings, spec.skill.name, run_id)
-        self.controller = FleetRecord(spec, log=run_dir / "fleet-process.log")
+        self.controller = FleetRecord(spec, run_dir)
         job = FleetJob(
             spec=spec,
             settings=parts.config.settings,
@@ -197,7 +193,6 @@ class FleetScreen(Screen[None]):
             passphrases=parts.pool.passphrases.typed(),
             open_runner=self.open_runner,
         )
-        settle()  # the screen's widgets, like the imports, stay out of the fleet's collections
         process.start(job, self.outbox)
         self.query_one("#fleet-title", Static).update(self._title())
         self._ticker = self.set_interval(ROWS_S, self._redraw)
@@ -239,8 +234,6 @@ class FleetScreen(Screen[None]):
                 self._waiting(item.request)
             elif isinstance(item, Prompt):
                 self.run_worker(self._prompt(item), group="fleet-modal")
-            elif isinstance(item, Started) and record is not None:
-                record.run_dir = item.run_dir
             elif isinstance(item, Kept):
                 self.parts.pool.passphrases.keep(item.path, item.passphrase)
             elif isinstance(item, Released):
@@ -259,8 +252,8 @@ class FleetScreen(Screen[None]):
         record = self.controller
         text = self.parts.redactor(gone.stderr)
         log = None
-        if text.strip() and record is not None and record.log is not None:
-            log = record.log
+        if text.strip() and record is not None:
+            log = record.run_dir / "fleet-process.log"
             try:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 log.write_text(text)
@@ -343,6 +336,8 @@ class FleetScreen(Screen[None]):
     def _refresh_keys(self) -> None:
         """Refresh the footer's keys when what they offer has changed: the footer is built
         anew each time, and a thousand hosts' events must not rebuild it each."""
+        if not self.is_attached or self._pruning:
+            return  # the screen is being taken down (a host's view caught up meanwhile)
         feed = self.feeds.get(self.shown_host or "")
         offered = (
             self.started,
