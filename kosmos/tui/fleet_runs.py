@@ -45,6 +45,7 @@ from kosmos.llm.factory import make_provider
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, write_fleet_result
 from kosmos.tui.fleet_wire import (
     ROWS_S,
+    SEND_S,
     Answer,
     Ask,
     Asked,
@@ -367,10 +368,13 @@ async def _serve(conn: Connection, job: FleetJob) -> None:
             conn.send(items)
 
     def send(item: Any) -> None:
-        """Queue `item` for the screen; what this loop turn queued goes as one message."""
+        """Queue `item` for the screen; what was queued within `SEND_S` goes as one message,
+        at once when the operator is to answer it (hosts wait on the answer)."""
         if not batch:
-            loop.call_soon(flush)
+            loop.call_later(SEND_S, flush)
         batch.append(item)
+        if isinstance(item, Waiting | Ask | Prompt):
+            loop.call_soon(flush)
 
     controller = FleetController(job, send)
     main = asyncio.current_task()

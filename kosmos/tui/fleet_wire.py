@@ -26,6 +26,9 @@ from kosmos.skills.model import Skill
 # How often (seconds) the fleet sends the table's changed rows, and the screen redraws the rows
 # in view, while the fleet runs.
 ROWS_S = 0.25
+# How long the fleet gathers what it sends before it sends it: one wake-up of the screen's
+# process for all that a busy fleet said in that time, not one for each turn of its loop.
+SEND_S = 0.05
 
 # -- what the operator started ------------------------------------------------------------------
 
