@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
+import types
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -118,6 +120,24 @@ def neutralise(text: str) -> str:
 _PLAIN_FIELDS = frozenset({"type", "ts", "host", "run_id", "step", "kind", "status"})
 
 
+# Annotations of fields that hold no text: numbers, flags, nothing.
+_NO_TEXT = frozenset({int, float, bool, type(None)})
+
+
+@functools.cache
+def _text_fields(kind: type[Event]) -> tuple[str, ...]:
+    """The fields of an event type that may hold text: those the redactor is to read."""
+    names = []
+    for name, field in kind.model_fields.items():
+        annotation = field.annotation
+        union = get_origin(annotation) in (Union, types.UnionType)
+        kinds = set(get_args(annotation) if union else (annotation,))
+        if name in _PLAIN_FIELDS or kinds <= _NO_TEXT:
+            continue
+        names.append(name)
+    return tuple(names)
+
+
 def _plain(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _plain(v) for k, v in value.items())
@@ -129,9 +149,7 @@ def _plain(value: Any) -> bool:
 def redact_event(event: Event, redactor: Redactor) -> Event:
     """The event with every string in it redacted (the same object when nothing changed)."""
     changed: dict[str, Any] = {}
-    for name in type(event).model_fields:
-        if name in _PLAIN_FIELDS:
-            continue
+    for name in _text_fields(type(event)):
         value = getattr(event, name)
         if isinstance(value, str):
             clean: Any = redactor(value)

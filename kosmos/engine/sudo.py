@@ -21,6 +21,7 @@ instead of hanging, which the LLM sees in the output.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -71,8 +72,10 @@ def _command_calls_sudo(command: Simple | Compound | Function) -> bool:
     return _words_call_sudo(command.words) or _words_call_sudo(command.assigns)
 
 
+@functools.lru_cache(maxsize=256)
 def calls_sudo(command: str) -> bool:
-    """True when the shell running `command` would start sudo itself."""
+    """True when the shell running `command` would start sudo itself (kept per text: a fleet
+    asks it of the same command on every host, twice each)."""
     try:
         return _script_calls_sudo(parse(command))
     except (ShellSyntaxError, RecursionError):
