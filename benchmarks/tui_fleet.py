@@ -19,7 +19,13 @@ the summary on screen; headless: the fleet's own duration), key latency while bu
 max), the TUI's CPU use while idle after the run, `knowledge_timeout` notices in each side's
 transcripts, and peak RSS (the TUI's two processes, the screen's and the fleet's, summed).
 
-    sudo python benchmarks/tui_fleet.py [--sizes 100,500,1000] [--forks 100]
+`--split-cores` puts the loopback sshd, and every session and command it starts, on the last
+core and everything else (kosmos on both sides, the LLM) on the others: the hosts' work then
+no longer takes the controller's cores, as on a real fleet, where it runs on the hosts. On a
+shared loopback, a hundred sessions at once each get the scheduler's share (each is a session
+and, with autogroup, a group of its own), and the screen's process waits for a core.
+
+    sudo python benchmarks/tui_fleet.py [--sizes 100,500,1000] [--forks 100] [--split-cores]
     sudo python benchmarks/tui_fleet.py --sizes 500 --profile /tmp/tui.prof   # cProfile, the
     screen's thread's CPU time
     (a --profile name ending in .yappi profiles every thread with yappi, far slower)
@@ -437,6 +443,11 @@ def main() -> None:
     parser.add_argument(
         "--timeout", type=float, default=900, help="seconds a TUI run may take (900)"
     )
+    parser.add_argument(
+        "--split-cores",
+        action="store_true",
+        help="the sshd and what it starts on the last core, kosmos on the others",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
     parser.add_argument("--skills", help=argparse.SUPPRESS)
@@ -450,6 +461,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = [int(s) for s in args.sizes.split(",")]
     sshd = start_sshd("tuibench")
+    cores = sorted(os.sched_getaffinity(0))
+    if args.split_cores:
+        if len(cores) < 2:
+            sys.exit("--split-cores: this machine gives this process one core")
+        os.sched_setaffinity(sshd.pid, cores[-1:])  # its sessions inherit it
+        os.sched_setaffinity(0, cores[:-1])  # and so do kosmos's processes, started from here
     tmp = Path(tempfile.mkdtemp(prefix="kosmos-bench-tui-fleet-"))
     os.environ.pop("SSH_AUTH_SOCK", None)
     try:
@@ -461,6 +478,11 @@ def main() -> None:
         print(
             f"3-command skill ({'; '.join(COMMANDS)}) on N aliases of one loopback sshd, "
             f"forks {args.forks}, TUI at {SIZE[0]}x{SIZE[1]} under Pilot (frames rendered)"
+            + (
+                f"; the sshd on core {cores[-1]}, kosmos on {cores[:-1]}"
+                if args.split_cores
+                else ""
+            )
         )
         with llm_server() as base_url:
             for n in sizes:
