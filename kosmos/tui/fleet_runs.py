@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -338,7 +339,17 @@ class FleetController:
 
 def main(fd: int) -> None:
     """The fleet's process (`fleet_process` starts it): its pipe to the screen is `fd`."""
+    _yield_to_the_screen()
     serve(Connection(fd))
+
+
+def _yield_to_the_screen() -> None:
+    """Run as a batch process (SCHED_BATCH): its wake-ups, one for each SSH packet of a hundred
+    hosts, no longer preempt the screen's process while it draws, and the screen's own
+    wake-up (a key) still preempts this one; its share of the CPU is the same. The commands
+    it starts on this machine inherit it: they have no terminal either."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
 def serve(conn: Connection) -> None:
