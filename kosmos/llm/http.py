@@ -131,9 +131,11 @@ def answered(status: int, response: httpx.Response) -> str:
 # connections (and, for each idle one, over all of them again) whenever a request starts or
 # ends, and keeps only 20 idle ones: with 50 hosts in one pool that is quadratic work and a
 # new connection for most requests. Requests go instead to clients of at most SHARD_SIZE
-# connections each, which all stay open between requests.
-SHARD_SIZE = 8
-MAX_SHARDS = 16
+# connections each, which all stay open between requests. Each look also asks the kernel
+# about every idle connection (poll, getpeername): 4 a client cost 9-13% less CPU than 8 for
+# 50 hosts in one process (benchmarks/table.py --rows inprocess); 2 did no better than 8.
+SHARD_SIZE = 4
+MAX_SHARDS = 32
 
 
 def _ssl_context(base_url: str) -> ssl.SSLContext:
