@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import json
@@ -12,7 +13,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -37,6 +38,10 @@ class WriteFailed(Exception):
         self.error = error
 
 
+# Resolved by the writer's thread once what was handed over before it is on the disk.
+Synced = concurrent.futures.Future[None]
+
+
 class AppendWriter:
     """Appends lines to files from one thread, fsyncing each file once per batch.
 
@@ -55,10 +60,8 @@ class AppendWriter:
     """
 
     def __init__(self) -> None:
-        # Lines for files, calls to make once what came before them is fsynced, the end.
-        self._queue: queue.SimpleQueue[tuple[int, bytes] | Callable[[], None] | None] = (
-            queue.SimpleQueue()
-        )
+        # Lines for files, futures to resolve once what came before them is fsynced, the end.
+        self._queue: queue.SimpleQueue[tuple[int, bytes] | Synced | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._failed: WriteFailed | None = None
         self._reported = False
@@ -73,18 +76,12 @@ class AppendWriter:
     def synced(self) -> Awaitable[None]:
         """Done once every line handed over so far is written and fsynced (or failed: the
         failure is raised by the next `append`), without blocking the caller's loop."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        done: Synced = concurrent.futures.Future()
         if self._thread is None:  # nothing handed over, or all of it flushed
-            future.set_result(None)
-            return future
-
-        def written() -> None:  # in the writer's thread
-            with contextlib.suppress(RuntimeError):  # the loop has closed
-                loop.call_soon_threadsafe(_settle, future)
-
-        self._queue.put(written)
-        return future
+            done.set_result(None)
+        else:
+            self._queue.put(done)
+        return asyncio.wrap_future(done)
 
     def flush(self) -> None:
         """Write out and fsync everything handed over; raise a failure not raised yet."""
@@ -112,21 +109,22 @@ class AppendWriter:
                 except queue.Empty:
                     break
             touched: set[int] = set()
-            calls: list[Callable[[], None]] = []
+            waiting: list[Synced] = []
             for item in batch:
                 if isinstance(item, tuple):
                     fd, data = item
                     if self._write(fd, data):
                         touched.add(fd)
                 elif item is not None:
-                    calls.append(item)
+                    waiting.append(item)
             for fd in touched:
                 try:
                     os.fsync(fd)
                 except OSError as e:
                     self._fail(fd, e)
-            for call in calls:
-                call()
+            for done in waiting:
+                if done.set_running_or_notify_cancel():  # False: its waiter was cancelled
+                    done.set_result(None)
             if None in batch:
                 return
 
@@ -145,11 +143,6 @@ class AppendWriter:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, start)
             return False
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 class Transcript:
