@@ -52,14 +52,30 @@ _WATCH = (
     "done; kill -KILL -$$ 2>/dev/null ) & "
     'w=$!; exec 3<&-; trap "kill -9 $w 2>/dev/null" EXIT'
 )
-_RUN = '( eval "$1" ) </dev/null'
+# The shell around the command says nothing of its own: where the command's process ends by a
+# signal (the group's TERM when kosmos stops it), the shell that waited for it would print
+# `Terminated` on the output, or not, as the race between the two falls. Its stderr goes to
+# /dev/null; the command gets the real one (fd 3 while it is handed over).
+_QUIET = "exec 3>&2 2>/dev/null; "
+_TO_COMMAND = " 2>&3 3>&-"
+_RUN = _QUIET + '( eval "$1" ) </dev/null' + _TO_COMMAND
 # The line kosmos sends first goes to the command, and nothing else does.
-_FEED = 'IFS= read -r kosmos_in; printf "%s\\n" "$kosmos_in" | ( unset kosmos_in; eval "$1" )'
+_FEED = (
+    "IFS= read -r kosmos_in; "
+    + _QUIET
+    + 'printf "%s\\n" "$kosmos_in" | ( unset kosmos_in; eval "$1" )'
+    + _TO_COMMAND
+)
 # Inside the kernel lock (hosts/lock.py): the words after the command are the prelude and
 # `SHELL -c`, which get the command last. Only the command enters the lock: the watcher
 # stays outside it, free to end the group.
-_RUN_LOCKED = 'c=$1; shift; "$@" "$c" </dev/null'
-_FEED_LOCKED = 'IFS= read -r kosmos_in; c=$1; shift; printf "%s\\n" "$kosmos_in" | "$@" "$c"'
+_RUN_LOCKED = _QUIET + 'c=$1; shift; "$@" "$c" </dev/null' + _TO_COMMAND
+_FEED_LOCKED = (
+    "IFS= read -r kosmos_in; "
+    + _QUIET
+    + 'c=$1; shift; printf "%s\\n" "$kosmos_in" | "$@" "$c"'
+    + _TO_COMMAND
+)
 
 
 def _script(*, mark: bool, feed: bool, locked: bool = False) -> str:
