@@ -10,6 +10,13 @@ work and nothing else):
 * 50 hosts in-process: `FleetFrontend.run()` / a bare asyncssh `gather`, each timed inside a
   process of its own after one warm-up run there (imports and first-use costs left out).
 
+The in-process row has a second reference, `+LLM`: the bare gather that also makes the LLM
+requests kosmos makes (one before each command, one after the last, to the same scripted LLM)
+and runs what they answer; its floor leaves the LLM out. (The 1,000-host row needs none: with
+`--canary` only the canary asks the LLM, the others replay its answers.) Under each row, the
+CPU seconds of one run on the hosts' side (the loopback sshd and all it starts, read from a
+cgroup v2 of its own) and of the fleet's LLM server: on loopback both share the two cores.
+
 kosmos runs under `--policy read-only` (default; `--policy locked` also works): every command
 it runs unasked (`true`, `hostname`, `uptime`, `df -P /` are reads) runs inside the kernel
 lock's prelude. `--policy yes` runs them with `--yes` instead, without the lock.
@@ -31,6 +38,7 @@ engineers' load sways the wall clock more than the CPU a process used.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -55,21 +63,47 @@ STEPS_SKILL = "---\nname: steps\ndescription: d\n---\nRun.\n"
 
 # The fleet floor: one connection per host with its settings given outright, the 3 commands
 # in turn, at most FORKS at once. Timed whole (`process`) or after one warm-up (`inside`).
+# With an LLM's URL (not "-"), each host also asks the scripted LLM before each command and
+# once after the last, as kosmos does, and runs what it answers: the floor plus the LLM's
+# part of the work (the `+LLM` reference), which the floor leaves out.
 BARE_FLEET = r"""
 import asyncio, sys, time
 import asyncssh
-n, forks, port, user, key, known, how = sys.argv[1:]
+n, forks, port, user, key, known, how, url = sys.argv[1:]
 n, forks = int(n), int(forks)
 COMMANDS = ("hostname", "uptime", "df -P /")
 
 async def fleet():
     slots = asyncio.Semaphore(forks)
+    clients = []
+    if url != "-":  # clients of 4 connections each: httpcore looks over every idle
+        import httpx  # connection of a client at each request, so one of 100 costs more
+        clients = [httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=4))
+                   for _ in range(-(-forks // 4))]
     async def host(i):
         async with slots, asyncssh.connect("127.0.0.1", int(port), username=user,
                 client_keys=[key], known_hosts=known, config=[]) as conn:
-            for command in COMMANDS:
-                await conn.run(command, check=True)
-    await asyncio.gather(*(host(i) for i in range(n)))
+            if not clients:
+                for command in COMMANDS:
+                    await conn.run(command, check=True)
+                return
+            client = clients[i % len(clients)]
+            messages = [{"role": "system", "content": f"host: h{i:03d}"},
+                        {"role": "user", "content": "go"}]
+            while True:
+                body = {"model": "m", "messages": messages}
+                reply = (await client.post(url + "/chat/completions", json=body)).json()
+                text = reply["choices"][0]["message"]["content"]
+                messages.append({"role": "assistant", "content": text})
+                if not text.startswith("[CMD]"):
+                    break
+                output = (await conn.run(text[6:], check=True)).stdout
+                messages.append({"role": "user", "content": "Command output:\n" + output})
+    try:
+        await asyncio.gather(*(host(i) for i in range(n)))
+    finally:
+        for client in clients:
+            await client.aclose()
 
 if how == "inside":
     asyncio.run(fleet())
@@ -188,6 +222,55 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of the process `pid`, all its threads; 0 if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+class HostsCPU:
+    """The CPU of the loopback sshd and of everything it starts (sessions, shells, the lock's
+    prelude, what outlives its parent too), from a cgroup v2 of their own; `seconds()` is None
+    where no cgroup could be made (no cgroup v2, or not root)."""
+
+    def __init__(self, pid: int) -> None:
+        self.dir: Path | None = None
+        for base in (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")):
+            where = base / f"kosmos-table-{os.getpid()}"
+            try:
+                if not (base / "cgroup.controllers").exists():  # not a cgroup v2
+                    continue
+                where.mkdir()
+                (where / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    where.rmdir()
+                continue
+            self.dir = where
+            break
+
+    def seconds(self) -> float | None:
+        if self.dir is None:
+            return None
+        for line in (self.dir / "cpu.stat").read_text().splitlines():
+            if line.startswith("usage_usec "):
+                return int(line.split()[1]) / 1e6
+        return None
+
+    def close(self) -> None:
+        """Remove the cgroup (once the sshd and its sessions are gone)."""
+        if self.dir is not None:
+            for _ in range(50):
+                try:
+                    self.dir.rmdir()
+                    return
+                except OSError:
+                    time.sleep(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -213,6 +296,7 @@ def main() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     print(f"load average at start: {load()}  ({os.cpu_count()} cores)")
     sshd = start_sshd("table")
+    hosts_cpu = HostsCPU(sshd.pid)
     steps_llm = _steps_llm(STEPS)
     fleet_llm = subprocess.Popen(
         [py, "-c", LLM_SERVER, str(ROOT), *COMMANDS], cwd=ROOT, stdout=subprocess.PIPE, text=True
@@ -254,7 +338,7 @@ def main() -> None:
             fleet_run += ["--hosts", "h*", "--forks", str(forks), "--canary", "h000"]
             fleet_run += ["--non-interactive", *policy]
             table[f"{n} hosts, {n}-block config, --forks {forks} --canary"] = {
-                "floor": whole([*bare, key, known, "process"], fenv, tmp)
+                "floor": whole([*bare, key, known, "process", "-"], fenv, tmp)
             } | {
                 k: whole(fleet_run, {**fenv, "PYTHONPATH": str(root)}, tmp)
                 for k, root in roots.items()
@@ -267,7 +351,10 @@ def main() -> None:
             key, known = str(issh / "id_ed25519"), str(issh / "known_hosts")
             bare = [py, "-c", BARE_FLEET, str(n), str(n), str(sshd.port), sshd.user, key, known]
             how = args.policy
-            table[f"{n} hosts in-process"] = {"floor": inside([*bare, "inside"], ienv, tmp)} | {
+            table[f"{n} hosts in-process"] = {
+                "floor": inside([*bare, "inside", "-"], ienv, tmp),
+                "+LLM": inside([*bare, "inside", fleet_url], ienv, tmp),
+            } | {
                 k: inside(
                     [py, "-c", INPROCESS, str(root), str(n), str(ihome), str(skills)]
                     + [fleet_url, str(runs), how],
@@ -279,17 +366,32 @@ def main() -> None:
         times: dict[str, dict[str, list[Timing]]] = {
             row: {k: [] for k in contenders} for row, contenders in table.items()
         }
+        # The CPU the hosts' side (the loopback sshd and everything it started: sessions,
+        # shells, the lock's prelude) and the fleet rows' LLM server used during each run: on
+        # loopback they share the cores with the contender. An in-process contender's process
+        # runs its fleet twice (a warm-up, then the timed run): half of it is one run's.
+        beside: dict[str, dict[str, list[Timing]]] = {
+            row: {k: [] for k in contenders} for row, contenders in table.items()
+        }
         for round_ in range(args.repeat + 1):  # round 0 warms up: page cache, bytecode, sshd
             for row, contenders in table.items():
+                llm_pid = fleet_llm.pid if "hosts" in row else 0
+                runs_per = 2 if row.endswith("in-process") else 1
                 for k, contender in contenders.items():
+                    hosts0, llm0 = hosts_cpu.seconds() or 0.0, proc_cpu(llm_pid)
                     timing = contender()
+                    time.sleep(0.2)  # the last sessions' ends
+                    on_hosts = ((hosts_cpu.seconds() or 0.0) - hosts0) / runs_per
+                    on_llm = (proc_cpu(llm_pid) - llm0) / runs_per
                     if round_:
                         times[row][k].append(timing)
+                        beside[row][k].append((on_hosts, on_llm))
     finally:
         steps_llm.stop()
         fleet_llm.terminate()
         fleet_llm.wait()
         sshd.stop()
+        hosts_cpu.close()
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(sshd.root, ignore_errors=True)
     print(f"load average at the end: {load()}")
@@ -306,8 +408,25 @@ def main() -> None:
             f"{cpu[k]:6.3f} ({cpu[k] / cpu['floor']:4.2f}x)"
             for k in roots
         ]
-        floor = f"{wall['floor']:6.3f} {cpu['floor']:6.3f}"
-        print(f"{row:46} {floor:>13} " + " ".join(f"{c:>27}" for c in cells))
+        floor_cell = f"{wall['floor']:6.3f} {cpu['floor']:6.3f}"
+        print(f"{row:46} {floor_cell:>13} " + " ".join(f"{c:>27}" for c in cells))
+        if "+LLM" in by:  # the floor with the LLM's part of the work: kosmos x that
+            ref = f"{wall['+LLM']:6.3f} {cpu['+LLM']:6.3f}"
+            cells = [
+                f"{wall[k] / wall['+LLM']:4.2f}x wall, {cpu[k] / cpu['+LLM']:4.2f}x CPU"
+                for k in roots
+            ]
+            label = "  +LLM: the floor, and the same LLM requests"
+            print(f"{label:46} {ref:>13} " + " ".join(f"{c:>27}" for c in cells))
+        host_s = {k: statistics.median(t[0] for t in ts) for k, ts in beside[row].items()}
+        llm_s = {k: statistics.median(t[1] for t in ts) for k, ts in beside[row].items()}
+        said = ", ".join(
+            f"{k} {host_s[k]:.2f}" + (f" + {llm_s[k]:.2f}" if "hosts" in row else "") for k in by
+        )
+        what = "hosts' CPU + the LLM server's" if "hosts" in row else "hosts' CPU"
+        if hosts_cpu.dir is None:
+            said += " (the hosts' part unmeasured: no cgroup v2 here)"
+        print(f"  {what}, s: {said}")
 
 
 if __name__ == "__main__":
