@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import closed_port, example_chat, load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM, Status
 from tests.sshserver import InProcessSSHServer, write_client_home
+from tests.tuihelpers import until
 
 SERVICES = load_services_module()
 SIZE = (120, 45)
@@ -85,15 +85,6 @@ def chat_app(
         chat=chat,
     )
     return KosmosApp(config)
-
-
-async def until(pilot: Pilot, check: Callable[[], object], what: str, limit: float = 20) -> None:
-    """Let the app run until `check()` holds; fail naming `what` if it never does."""
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the chat never got to: {what}")
-        await pilot.pause(0.02)
 
 
 def chat_screen(app: KosmosApp) -> ChatScreen:
