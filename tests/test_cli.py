@@ -488,7 +488,7 @@ def test_plain_pip_install_runs_a_bundled_skill(
 def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
-    llm.script("[CMD] echo before; sleep 4343", "[DONE] stopped it")
+    llm.script("[CMD] echo before; sleep 4344", "[DONE] stopped it")
     transcript = project / "t.jsonl"
     proc = subprocess.Popen(
         [
@@ -512,7 +512,7 @@ def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
     assert proc.stdin is not None
     proc.stdin.write("y\n")
     proc.stdin.flush()
-    _wait_for(transcript, "sleep 4343")
+    _wait_for(transcript, "sleep 4344")
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
@@ -521,7 +521,7 @@ def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
     told = llm.requests[1].last_user_text
     assert told.startswith("Command output:\nbefore\n[stopped by the operator after ")
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
-    assert "sleep 4343" not in ps
+    assert "sleep 4344" not in ps
 
 
 def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(

@@ -101,9 +101,10 @@ async def test_commands_run_under_bash_and_the_first_one_says_so(runner: SSHRunn
 
 
 async def test_timeout_leaves_nothing_behind_on_the_server(runner: SSHRunner, remote: Sshd) -> None:
-    result = await runner.run("sleep 4801 & sleep 4802", timeout=0.5)
+    # Markers of this test's own: another test of this module may run beside it (xdist).
+    result = await runner.run("sleep 48011 & sleep 48012", timeout=0.5)
     assert result.timed_out
-    assert await _until_gone(remote, "sleep 480") == []
+    assert await _until_gone(remote, "sleep 4801") == []
 
 
 async def test_stdin_and_pager_commands_do_not_hang(runner: SSHRunner) -> None:

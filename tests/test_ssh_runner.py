@@ -130,11 +130,12 @@ async def _gone(marker: str) -> list[int]:
 
 
 async def test_timeout_ends_the_whole_remote_tree_and_keeps_output(runner: SSHRunner) -> None:
-    result = await runner.run("echo before; sleep 4701 & sleep 4702", timeout=0.5)
+    # Markers of this test's own: another test of this module may run beside it (xdist).
+    result = await runner.run("echo before; sleep 47011 & sleep 47012", timeout=0.5)
     assert result.timed_out and not result.cancelled
     assert result.output.text() == "before\n"
     assert result.exit_code is not None and result.exit_code > 128
-    assert await _gone("sleep 470") == []
+    assert await _gone("sleep 4701") == []
 
 
 async def test_stop_ends_the_tree_as_a_cancel(runner: SSHRunner) -> None:
@@ -145,10 +146,10 @@ async def test_stop_ends_the_tree_as_a_cancel(runner: SSHRunner) -> None:
             stop.set()
 
     result = await runner.run(
-        "echo started; sleep 4703 & sleep 4704", timeout=30, on_output=seen, stop=stop
+        "echo started; sleep 47031 & sleep 47032", timeout=30, on_output=seen, stop=stop
     )
     assert result.cancelled and not result.timed_out
-    assert await _gone("sleep 470") == []
+    assert await _gone("sleep 4703") == []
 
 
 async def test_cancelling_the_task_ends_the_tree(runner: SSHRunner) -> None:
@@ -458,7 +459,7 @@ async def test_a_timeout_the_host_never_confirms_drops_the_connection(
                 if "started" in text:
                     proxy.freeze()
 
-            first = await runner.run("echo started; sleep 4708", timeout=1, on_output=stall)
+            first = await runner.run("echo started; sleep 4710", timeout=1, on_output=stall)
             assert first.timed_out
             proxy.thaw()  # the path works again for a new connection
             second = await runner.run("echo two", timeout=30)
