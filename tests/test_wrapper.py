@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,61 @@ def test_the_lock_words_run_the_command(login: str, dialect: Shell | None) -> No
     lines = _run(login, line).splitlines()
     assert lines[:2] == ["locked=1", "bash|"]
     assert lines[2].startswith("bash: ") and "no-such-cmd-xyz" in lines[2]
+
+
+def _own(login: str, line: str, env: dict[str, str] | None = None) -> tuple[str, Shell]:
+    """Run kosmos's own script's line as sshd would (the channel open on stdin until it is
+    done): its output, and the dialect its marker names."""
+    proc = subprocess.Popen(
+        [login, "-c", line],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()  # until the script's processes are gone
+    proc.stdin.close()
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    proc.stderr.close()
+    _, _, dialect = parse_mark(err.split(MARK, 1)[1].split(b"\n", 1)[0])
+    return out.decode(), dialect
+
+
+@pytest.mark.parametrize("dialect", [None, "sh", "bash"])
+@pytest.mark.parametrize("login", ["dash", "bash"])
+def test_kosmos_own_script_runs_in_sh_and_still_names_the_dialect(
+    login: str, dialect: Shell | None
+) -> None:
+    line = remote_command(
+        'echo "$0 ${BASH_VERSION:-no bash}"', login=login, dialect=dialect, own=True
+    )
+    out, marked = _own(login, line)
+    if login == "bash" and dialect == "bash":  # the login bash runs it itself, as a command
+        assert out.startswith("bash ") and "no bash" not in out
+    else:
+        assert out == "sh no bash\n"
+    # The host's commands run in bash: the marker says so though the script ran in sh.
+    assert marked == "bash"
+
+
+def test_kosmos_own_script_on_a_host_without_bash_names_sh(tmp_path: Path) -> None:
+    path = tmp_path / "bin"
+    path.mkdir()
+    dash = shutil.which("dash")
+    assert dash is not None
+    for name in ("sh", "dash"):
+        (path / name).symlink_to(dash)
+    line = remote_command("echo read", login=None, dialect=None, own=True)
+    out, marked = _own("dash", line, env={"PATH": str(path), "SHELL": dash})
+    assert out == "read\n" and marked == "sh"
+    # The first command's script of a host not yet known picks bash where there is one: here
+    # it falls back on sh, and its marker says the same.
+    out, marked = _own("dash", remote_command("echo ran", login=None, dialect=None),
+                       env={"PATH": str(path), "SHELL": dash})  # fmt: skip
+    assert out == "ran\n" and marked == "sh"
 
 
 # -- the perl prelude as the wrapper (a command inside the kernel lock) ---------------------

@@ -237,7 +237,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         """Learn the host's OS and what the kernel lock can be there, in one round trip."""
         ask_os = self.os is None
         command = self.host_lock.probe_script(os_line=ask_os)
-        result = await self._exec(command, timeout=timeout, buffer=OutputBuffer())
+        result = await self._exec(command, timeout=timeout, buffer=OutputBuffer(), own=True)
         text = result.output.text()
         if ask_os and text.startswith("os ") and not result.connection_lost:
             self.os = text.split("\n", 1)[0][3:].strip() or None
@@ -255,11 +255,12 @@ class SSHRunner(RemoteReads, RemoteUploads):
         limit: int | None = None,
         lock: list[str] | None = None,
         watched: bool = False,
+        own: bool = False,
     ) -> CommandResult:
         """Run `command` in the wrapper; past `limit` bytes of output it is ended as by `stop`.
 
         `lock`: the words that run it inside the kernel lock (`HostLock.words`); `watched`:
-        they are the wrapper too.
+        they are the wrapper too. `own`: it is kosmos's own POSIX script (`remote_command`).
         """
         start = time.monotonic()
         remote = remote_command(
@@ -269,6 +270,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
             feed=stdin is not None,
             lock=lock,
             watched=watched and lock is not None,
+            own=own,
         )
         loop = asyncio.get_running_loop()
         epoch = self._epoch

@@ -56,7 +56,13 @@ class RemoteReads:
     os: str | None = None
 
     async def _exec(
-        self, command: str, *, timeout: float, buffer: OutputBuffer, limit: int | None = None
+        self,
+        command: str,
+        *,
+        timeout: float,
+        buffer: OutputBuffer,
+        limit: int | None = None,
+        own: bool = False,
     ) -> CommandResult:
         raise NotImplementedError  # SSHRunner's
 
@@ -73,6 +79,7 @@ class RemoteReads:
                 timeout=timeout,
                 buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
                 limit=READ_FILE_LIMIT,
+                own=True,
             )
         except CommandNotStarted as e:
             raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s") from e
@@ -130,6 +137,7 @@ class RemoteReads:
                 timeout=timeout,
                 buffer=OutputBuffer(head=limit, tail=0),
                 limit=limit,
+                own=True,
             )
         except CommandNotStarted as e:
             raise ReadTimeout(paths[0], timeout) from e
