@@ -1,7 +1,8 @@
 """The shell script around every command: which shell runs it, and nothing left behind.
 
 Every command runs under bash where the host has bash (else a POSIX sh), so that the shell
-that runs it reads it as the approval policy did. The script around it:
+that runs it reads it as the approval policy did; kosmos's own scripts (a file read, the probe
+of the host), which no policy reads, run in sh. The script around it:
 
 * names the command's process group and the shell on the first line of stderr (the marker),
   so that kosmos can end the whole tree and learns which dialect the host runs;
