@@ -38,14 +38,11 @@ MARK = b"\x1fkosmos-pgid "
 GRACE_S = 1
 
 _EXPORTS = "export " + " ".join(f"{k}={v}" for k, v in COMMAND_ENV.items())
-_MARK = 'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" "${BASH_VERSION:+bash}" >&2'
-# The same marker from a POSIX sh that runs kosmos's own script: the dialect is the one the
-# host's commands will run in, bash where `command -v` finds it (as the script that picks
-# bash decides), though this script does not run in it.
-_MARK_OWN = (
-    "d=; command -v bash >/dev/null 2>&1 && d=bash; "
-    'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" "$d" >&2'
-)
+_MARKER = 'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" {dialect} >&2'
+_MARK = _MARKER.format(dialect='"${BASH_VERSION:+bash}"')
+# The same marker from the sh that runs kosmos's own script: the dialect the host's commands
+# will run in, bash where `command -v` finds it (as the script that picks bash decides).
+_MARK_OWN = "d=; command -v bash >/dev/null 2>&1 && d=bash; " + _MARKER.format(dialect='"$d"')
 # fd 3 keeps the channel's stdin for the watcher: a background list gets /dev/null for stdin
 # before its own redirections, so `<&0` there would read nothing. `$$` is the group leader:
 # sshd starts each session with setsid(), and the shell keeps that pid through `exec`. On
@@ -140,12 +137,13 @@ def remote_command(
     that is the wrapper too (`watch_items`), which the login shell then execs itself.
 
     `own`: the command is kosmos's own POSIX script (a file read, the probe of the host), which
-    no policy reads: sh runs it, in a third less of the host's CPU than bash, and its marker
-    still says whether the host's commands will run in bash.
+    no policy reads and which takes no stdin and no lock: sh runs it, in a third less of the
+    host's CPU than bash, and its marker still says whether the host's commands will run in
+    bash. (A login bash whose dialect is bash runs it itself, as it runs a command.)
     """
     if lock is not None and watched:
         return "exec " + " ".join(shlex.quote(word) for word in (*lock, command))
-    if own and lock is None and not feed and not (login == "bash" and dialect == "bash"):
+    if own and (login, dialect) != ("bash", "bash"):
         return f"exec sh -c '{_OWN_SCRIPT}' sh {shlex.quote(command)}"
     script = _SCRIPTS[(feed, lock is not None)]
     quoted = " ".join(shlex.quote(word) for word in (command, *(lock or ())))
