@@ -305,6 +305,9 @@ def main() -> None:
     fleet_url = fleet_llm.stdout.readline().strip()
     # Each row: its label and its contenders (the floor first), each a call timing one run.
     table: dict[str, dict[str, Callable[[], Timing]]] = {}
+    # The rows that ask the fleet's LLM server, and those whose process runs its fleet twice.
+    on_fleet_llm: set[str] = set()
+    twice: set[str] = set()
     try:
         skills = tmp / "skills"
         for name, text in (("steps", STEPS_SKILL), ("three", THREE)):
@@ -337,9 +340,9 @@ def main() -> None:
             fleet_run = [py, "-m", "kosmos", "run", "three", "--skills-dir", str(skills)]
             fleet_run += ["--hosts", "h*", "--forks", str(forks), "--canary", "h000"]
             fleet_run += ["--non-interactive", *policy]
-            table[f"{n} hosts, {n}-block config, --forks {forks} --canary"] = {
-                "floor": whole([*bare, key, known, "process", "-"], fenv, tmp)
-            } | {
+            row = f"{n} hosts, {n}-block config, --forks {forks} --canary"
+            on_fleet_llm.add(row)
+            table[row] = {"floor": whole([*bare, key, known, "process", "-"], fenv, tmp)} | {
                 k: whole(fleet_run, {**fenv, "PYTHONPATH": str(root)}, tmp)
                 for k, root in roots.items()
             }
@@ -351,7 +354,10 @@ def main() -> None:
             key, known = str(issh / "id_ed25519"), str(issh / "known_hosts")
             bare = [py, "-c", BARE_FLEET, str(n), str(n), str(sshd.port), sshd.user, key, known]
             how = args.policy
-            table[f"{n} hosts in-process"] = {
+            row = f"{n} hosts in-process"
+            on_fleet_llm.add(row)
+            twice.add(row)
+            table[row] = {
                 "floor": inside([*bare, "inside", "-"], ienv, tmp),
                 "+LLM": inside([*bare, "inside", fleet_url], ienv, tmp),
             } | {
@@ -375,8 +381,8 @@ def main() -> None:
         }
         for round_ in range(args.repeat + 1):  # round 0 warms up: page cache, bytecode, sshd
             for row, contenders in table.items():
-                llm_pid = fleet_llm.pid if "hosts" in row else 0
-                runs_per = 2 if row.endswith("in-process") else 1
+                llm_pid = fleet_llm.pid if row in on_fleet_llm else 0
+                runs_per = 2 if row in twice else 1
                 for k, contender in contenders.items():
                     hosts0, llm0 = hosts_cpu.seconds() or 0.0, proc_cpu(llm_pid)
                     timing = contender()
@@ -421,9 +427,10 @@ def main() -> None:
         host_s = {k: statistics.median(t[0] for t in ts) for k, ts in beside[row].items()}
         llm_s = {k: statistics.median(t[1] for t in ts) for k, ts in beside[row].items()}
         said = ", ".join(
-            f"{k} {host_s[k]:.2f}" + (f" + {llm_s[k]:.2f}" if "hosts" in row else "") for k in by
+            f"{k} {host_s[k]:.2f}" + (f" + {llm_s[k]:.2f}" if row in on_fleet_llm else "")
+            for k in by
         )
-        what = "hosts' CPU + the LLM server's" if "hosts" in row else "hosts' CPU"
+        what = "hosts' CPU + the LLM server's" if row in on_fleet_llm else "hosts' CPU"
         if hosts_cpu.dir is None:
             said += " (the hosts' part unmeasured: no cgroup v2 here)"
         print(f"  {what}, s: {said}")
