@@ -132,6 +132,9 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         while not isinstance(app.screen, FleetScreen):
             await pilot.pause(0.02)
         screen = app.screen
+        while screen.process is None:  # started as the screen mounts
+            await pilot.pause(0.02)
+        fleet_hwm = HighWater(screen.process.pid)
         started = time.perf_counter()
         cpu_started, ui_started = time.process_time(), time.thread_time()
         await pilot.press("ctrl+r")
@@ -223,16 +226,43 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         await pilot.press("ctrl+w")
     figures["latencies"] = latencies
     figures["run_dir"] = str(run_dir)
-    # The screen's process and the fleet's (its child, ended and reaped by now): the sum of
-    # their peaks, as two processes hold both at once.
+    # The screen's process and the fleet's: the sum of their peaks, as two processes hold
+    # both at once. The fleet's is its own high-water mark, read while it lived: the children's
+    # `ru_maxrss` also counts the screen's pages the child had before its exec.
     own, fleet = (
         resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
     figures["rss_screen_mb"] = own.ru_maxrss / 1024
-    figures["rss_fleet_mb"] = fleet.ru_maxrss / 1024
+    figures["rss_fleet_mb"] = fleet_hwm.stop()
     figures["rss_mb"] = figures["rss_screen_mb"] + figures["rss_fleet_mb"]
     figures["fleet_cpu_s"] = fleet.ru_utime + fleet.ru_stime
     return figures
+
+
+class HighWater:
+    """A process's peak RSS (VmHWM), read every 0.1 s while it lives: the last reading."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.mb = pid, 0.0
+        self._ended = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while True:
+            try:
+                for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.mb = max(self.mb, int(line.split()[1]) / 1024)
+            except (OSError, ValueError):
+                return  # gone
+            if self._ended.wait(0.1):
+                return
+
+    def stop(self) -> float:
+        self._ended.set()
+        self._thread.join()
+        return self.mb
 
 
 def _start_profile(path: str | None) -> Any:
