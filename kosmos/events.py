@@ -13,6 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
 from kosmos.errors import RunStatus
 
 
+def _now() -> float:
+    # A Python function, not `time.time` itself: pydantic inspects a default factory's signature
+    # as it builds each event class's schema, and a builtin's is parsed from its text.
+    return time.time()
+
+
 class Event(BaseModel):
     """Base of every event; `type` names it on the wire (transcript, --json)."""
 
@@ -22,7 +28,7 @@ class Event(BaseModel):
     persist: ClassVar[bool] = True
 
     type: str
-    ts: float = Field(default_factory=time.time)
+    ts: float = Field(default_factory=_now)
     host: str | None = None
 
 
