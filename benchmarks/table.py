@@ -376,7 +376,7 @@ def main() -> None:
         # shells, the lock's prelude) and the fleet rows' LLM server used during each run: on
         # loopback they share the cores with the contender. An in-process contender's process
         # runs its fleet twice (a warm-up, then the timed run): half of it is one run's.
-        beside: dict[str, dict[str, list[Timing]]] = {
+        beside: dict[str, dict[str, list[tuple[float, float]]]] = {
             row: {k: [] for k in contenders} for row, contenders in table.items()
         }
         for round_ in range(args.repeat + 1):  # round 0 warms up: page cache, bytecode, sshd

@@ -143,14 +143,14 @@ def remote_command(
     """
     if lock is not None and watched:
         return "exec " + " ".join(shlex.quote(word) for word in (*lock, command))
-    if own and (login, dialect) != ("bash", "bash"):
-        return f"exec sh -c '{_OWN_SCRIPT}' sh {shlex.quote(command)}"
-    script = _SCRIPTS[(feed, lock is not None)]
+    own_in_sh = own and (login, dialect) != ("bash", "bash")
+    script = _OWN_SCRIPT if own_in_sh else _SCRIPTS[(feed, lock is not None)]
     quoted = " ".join(shlex.quote(word) for word in (command, *(lock or ())))
-    if lock is not None and dialect is not None:
-        # Inside the lock the command runs in the shell the lock's words end with (the
-        # dialect); the script around it only starts it and watches, which a POSIX sh does in
-        # less time than bash. (Its marker's dialect field is not read: the dialect is known.)
+    if own_in_sh or (lock is not None and dialect is not None):
+        # sh runs kosmos's own script (`own`), and the script around a locked command: inside
+        # the lock the command runs in the shell the lock's words end with (the dialect); the
+        # script around it only starts it and watches, which a POSIX sh does in less time than
+        # bash. (Its marker's dialect field is not read then: the dialect is known.)
         return f"exec sh -c '{script}' sh {quoted}"
     if login == "bash" and dialect == "bash":
         return f"set -- {quoted}; {script}"
