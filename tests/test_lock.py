@@ -31,6 +31,7 @@ from kosmos.hosts.lock_filter import build_filter
 from kosmos.hosts.runner import CommandResult, Lock, Runner
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
+from kosmos.hosts.wrapper import plain
 from tests.conftest import run_cli
 from tests.lockkit import Listener, bin_without, make_scratch, state
 from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
@@ -222,6 +223,87 @@ async def test_a_write_fails_as_the_shell_reports_it(host: Host) -> None:
     text = result.output.text()
     assert "touch: cannot touch 'new': Permission denied" in text
     assert "chmod: changing permissions of 'F': Operation not permitted" in text
+
+
+# -- plain words, which the perl prelude execs with no shell between (hosts/wrapper.py) ----------
+
+PLAIN_WRITES = (
+    "touch {d}/new",
+    "rm {d}/F",
+    "rm -r {d}/D",
+    "mv {d}/F {d}/moved",
+    "ln {d}/F {d}/hard",
+    "ln -s {d}/F {d}/soft",
+    "mkdir {d}/made",
+    "mkfifo {d}/fifo",
+    "truncate -s 0 {d}/F",
+    "chmod 600 {d}/F",
+    "touch -d 2000-01-01 {d}/F",
+    "cp {d}/F {d}/copy",
+    "dd if=/dev/zero of={d}/F bs=1 count=1 status=none",
+    "sed -i s/canary/changed/ {d}/F",
+    "git -C {d}/repo config user.name changed",
+)
+
+
+async def test_plain_writes_change_nothing_inside_the_lock(host: Host) -> None:
+    where = host.scratch("plain")
+    before = state(where)
+    for template in PLAIN_WRITES:
+        command = template.format(d=where)
+        assert plain(command), command
+        result = await host.runner.run(command, timeout=20, lock=Lock())
+        assert result.locked and result.exit_code != 0, (command, result.output.text())
+    assert state(where) == before
+
+
+async def test_plain_words_run_as_the_shell_runs_them(host: Host) -> None:
+    """The same command run plain and with a `;` after it (which the shell runs): the same
+    output and exit code, for a program, a program not found and a script without `#!`, which
+    the prelude leaves to the shell, which runs it in itself."""
+    where = host.scratch("twins")
+    script = where / "noshebang"
+    script.write_text('echo "${BASH_VERSION:+bash}" script\n')
+    script.chmod(0o755)
+    if host.uid is not None:
+        os.chown(script, host.uid, host.uid)
+    commands = (f"ls -1 {where}", "id -u", f"cat {where}/F", "nosuch-kosmos-program a", str(script))
+    for command in commands:
+        assert plain(command), command
+        direct = await host.runner.run(command, timeout=20, lock=Lock())
+        shell = await host.runner.run(command + ";", timeout=20, lock=Lock())
+        assert direct.locked and shell.locked
+        seen = (direct.exit_code, direct.output.text())
+        assert seen == (shell.exit_code, shell.output.text()), command
+    assert seen == (0, ("bash script\n" if "bash" in host.label else " script\n"))
+    # bash hands a program it runs its own path in `_`; the prelude passes on what it had.
+    named = await host.runner.run("printenv _", timeout=20, lock=Lock())
+    by_bash = await host.runner.run("printenv _;", timeout=20, lock=Lock())
+    perl, bash = "python3" not in host.label, "bash" in host.label
+    assert by_bash.output.text().endswith("/printenv\n") is bash
+    assert named.output.text().endswith("/printenv\n") is (bash and not perl)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("BASH_ENV", "{d}/env.sh", "from BASH_ENV"),
+        ("BASH_FUNC_hostname%%", "() {  echo from a function\n}", "from a function"),
+        # An empty entry is the working directory, where bash finds this `hostname` first.
+        ("PATH", ":" + os.environ.get("PATH", "/usr/bin:/bin"), "from the working directory"),
+    ],
+)
+async def test_the_shell_runs_plain_words_it_would_read_otherwise(
+    tmp_path: Path, name: str, value: str, shown: str
+) -> None:
+    (tmp_path / "env.sh").write_text("echo from BASH_ENV\n")
+    (tmp_path / "hostname").write_text("#!/bin/sh\necho from the working directory\n")
+    (tmp_path / "hostname").chmod(0o755)
+    env = {**os.environ, name: value.replace("{d}", str(tmp_path))}
+    runner = LocalRunner(cwd=tmp_path, env=env)
+    result = await runner.run("hostname", timeout=20, lock=Lock())
+    assert result.locked and result.exit_code == 0
+    assert result.output.text().startswith(shown + "\n")
 
 
 # -- sockets, ports and signals ------------------------------------------------------------------

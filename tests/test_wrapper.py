@@ -21,7 +21,7 @@ import pytest
 from kosmos.hosts import lock_rules
 from kosmos.hosts.lock import HostLock, LockStatus
 from kosmos.hosts.runner import Lock, Shell
-from kosmos.hosts.wrapper import MARK, parse_mark, remote_command, watch_items
+from kosmos.hosts.wrapper import MARK, SHELL_OWN, parse_mark, plain, remote_command, watch_items
 
 COMMAND = 'printf "%s|" "$0" "$@"; echo; no-such-cmd-xyz'
 # Stand-ins for the lock's prelude: the words before the command text, ending in `SHELL -c`.
@@ -239,3 +239,82 @@ def test_a_locked_command_that_waits_for_all_its_children_does_not_wait_for_the_
         proc.stdin.close()
         proc.stdout.close()
         proc.stderr.close()
+
+
+# -- plain words, which the perl prelude execs itself --------------------------------------------
+
+PLAIN = (
+    "hostname",
+    "df -P /",
+    "uptime",
+    "systemctl status nginx.service",
+    "journalctl -u ssh --since=-1h -n 50",
+    "dd if=/dev/zero of=/dev/null count=1",
+    "/usr/bin/id -u",
+    "./run.sh --a=b,c:d@e%f+g",
+    "ls ..",
+)
+NOT_PLAIN = (
+    "echo hi",  # a builtin
+    "true",
+    "test -f x",
+    "[ -f x ]",
+    "time ls",  # a reserved word
+    "if",
+    "A=1 env",  # an assignment
+    "-x",
+    "%1",
+    "ls  -l",  # two spaces
+    " ls",
+    "ls ",
+    "ls\tx",
+    "ls\nid",
+    "ls *",
+    "ls ?",
+    "ls [ab]",
+    "ls ~",
+    "ls ~root",
+    "ls {a,b}",
+    "ls $HOME",
+    "ls `id`",
+    "ls 'x'",
+    'ls "x"',
+    "ls x\\ y",
+    "ls #x",
+    "ls;id",
+    "ls|cat",
+    "ls&",
+    "ls>x",
+    "ls<x",
+    "ls (x)",
+    "ls !x",
+    "",
+)
+
+
+@pytest.mark.parametrize("command", PLAIN)
+def test_plain_words_are_what_bash_and_dash_would_run(command: str) -> None:
+    assert plain(command)
+    # The oracle: the words each shell hands the program are the command split on spaces.
+    show = 'for w in "$@"; do printf "%s\\0" "$w"; done'
+    for shell in ("bash", "dash"):
+        got = subprocess.run(
+            [shell, "-c", f"f() {{ {show}; }}; f {command}"], capture_output=True, check=True
+        ).stdout
+        assert got.decode().split("\0")[:-1] == command.split(" "), shell
+
+
+@pytest.mark.parametrize("command", NOT_PLAIN)
+def test_anything_a_shell_reads_is_not_plain(command: str) -> None:
+    assert not plain(command)
+    assert "argv=1" not in watch_items(mark=True, feed=False, command=command)
+
+
+def test_every_builtin_and_reserved_word_of_bash_is_the_shells_own() -> None:
+    words = subprocess.run(
+        ["bash", "-c", "compgen -b; compgen -k"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert set(words) <= SHELL_OWN
+    assert not any(plain(f"{word} x") for word in words)
+    assert "argv=1" in watch_items(mark=False, feed=True, command="hostname")
+    assert "argv=1" not in watch_items(mark=False, feed=True)

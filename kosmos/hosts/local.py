@@ -94,7 +94,9 @@ class LocalRunner:
             await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
         kit = self.host_lock
         feed = stdin is not None
-        watch = watch_items(mark=False, feed=feed) if lock is not None and kit.watches else []
+        watch = []
+        if lock is not None and kit.watches:
+            watch = watch_items(mark=False, feed=feed, command=command)
         words = kit.words(lock, self.shell_path, watch=watch)
         if words is not None and watch:
             # The prelude is the wrapper too: it starts the command in the lock and watches.

@@ -221,7 +221,9 @@ class SSHRunner(RemoteReads, RemoteUploads):
         if lock is not None and self.host_lock.status is None:
             await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
         kit = self.host_lock
-        watch = watch_items(mark=True, feed=stdin is not None) if kit.watches else []
+        watch = []
+        if kit.watches:
+            watch = watch_items(mark=True, feed=stdin is not None, command=command)
         return await self._exec(
             command,
             timeout=timeout,

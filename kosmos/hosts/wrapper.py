@@ -19,6 +19,7 @@ itself (`watch_items`), with no shell around it: one fork and exec fewer per com
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 
@@ -29,6 +30,7 @@ __all__ = [
     "kill_script",
     "local_script",
     "parse_mark",
+    "plain",
     "remote_command",
     "watch_items",
 ]
@@ -104,15 +106,44 @@ _SCRIPTS = {
 _OWN_SCRIPT = _script(mark=True, feed=False, own=True)
 
 
-def watch_items(*, mark: bool, feed: bool) -> list[str]:
+# Words that every shell passes through as they stand: no quote, no expansion ($, `, ~, a
+# glob, braces), no operator, redirection or comment; one space between two words.
+_PLAIN = re.compile(r"[A-Za-z0-9_./:,@%+=-]+(?: [A-Za-z0-9_./:,@%+=-]+)*\Z")
+# What a shell runs itself rather than as a program of that name: bash's builtins and
+# reserved words (`compgen -b`, `compgen -k`) and dash's.
+_SHELL_OWN = (
+    ". : [ alias bg bind break builtin caller cd chdir command compgen complete compopt "
+    "continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash "
+    "help history jobs kill let local logout mapfile popd printf pushd pwd read readarray "
+    "readonly return set shift shopt source suspend test times trap true type typeset ulimit "
+    "umask unalias unset wait if then else elif fi case esac for select while until do done "
+    "in function time { } ! [[ ]] coproc"
+)
+SHELL_OWN = frozenset(_SHELL_OWN.split())
+
+
+def plain(command: str) -> bool:
+    """The command is a program and its arguments as plain words: what bash and sh would run
+    is `execvp(words[0], words)`, which the perl prelude does itself (`argv=1`), after the
+    checks only the host can make (prelude/lock.pl)."""
+    if not _PLAIN.match(command):
+        return False
+    first = command.split(" ", 1)[0]
+    return "=" not in first and first[0] not in "-%" and first not in SHELL_OWN
+
+
+def watch_items(*, mark: bool, feed: bool, command: str | None = None) -> list[str]:
     """The perl prelude's items that make it the wrapper (`watch=1`, prelude/lock.pl): the
     script's work for a command inside the lock. `mark`: name the process group first and
-    set the environment (a remote host); `feed`: the first line sent is the command's stdin."""
+    set the environment (a remote host); `feed`: the first line sent is the command's stdin;
+    `command`: the command, which the prelude execs itself where it is `plain`."""
     items = ["watch=1"]
     if mark:
         items += ["mark=1", *(f"env={k}={v}" for k, v in COMMAND_ENV.items())]
     if feed:
         items.append("feed=1")
+    if command is not None and plain(command):
+        items.append("argv=1")
     assert not any(" " in item for item in items)
     return items
 

@@ -15,6 +15,8 @@
 #                          stderr to stdout
 #   env=NAME=VALUE         with watch: set NAME in the command's environment
 #   feed=1                 with watch: the first line read from stdin is the command's stdin
+#   argv=1                 the command (PROGRAM's last word) is plain words, which every shell
+#                          reads as they stand (see `plain` below)
 #
 # Anything that fails ends it with status 126 before PROGRAM runs: a command never runs with
 # less of the lock than kosmos asked for. Only perl's core is used (no modules): it starts in
@@ -163,6 +165,42 @@ if (defined $one{filter}) {
 if ($probe) {
     print join(';', @report), "\n";
     exit 0;
+}
+# argv=1: kosmos found the command to be plain words (no quote, expansion, operator, builtin
+# or keyword: hosts/wrapper.py), which the shell would split on spaces and exec as they stand.
+# This execs them itself, one start of the shell fewer, where doing so cannot differ from the
+# shell: the program is the first executable file on an absolute PATH, and an ELF binary or a
+# `#!` script. Anything else goes to the shell as before (not found, a script without `#!`,
+# a relative PATH entry), as does a shell that would first run code of its own: BASH_ENV, or
+# a function exported in the environment.
+sub plain {
+    my ($name) = @_;
+    return undef if defined $ENV{BASH_ENV} || grep { /^BASH_FUNC_/ } keys %ENV;
+    my @candidates;
+    if ($name =~ m{/}) {
+        @candidates = ($name);
+    } else {
+        return undef unless defined $ENV{PATH};
+        for my $dir (split /:/, $ENV{PATH}, -1) {
+            return undef unless $dir =~ m{^/};
+            push @candidates, "$dir/$name";
+        }
+    }
+    for my $path (@candidates) {
+        next unless -f $path && -x _;
+        open(my $file, '<', $path) or return undef;
+        my $head = '';
+        sysread($file, $head, 4);
+        close($file);
+        return $head =~ /^(?:#!|\x7fELF)/ ? $path : undef;
+    }
+    return undef;
+}
+
+if ($one{argv}) {
+    my @words = split / /, $program[-1];
+    my $path = plain($words[0]);
+    exec { $path } @words if defined $path;
 }
 exec { $program[0] } @program;
 failed("exec $program[0]");
