@@ -7,7 +7,9 @@ lock itself costs, less swayed by other load on a shared machine than the wall c
 - the local runner: `LocalRunner.run("true")` without a lock, with the perl prelude, and with
   the python3 one (a PATH without perl);
 - the SSH runner to Debian's sshd on loopback (needs root; it starts one as the tests do):
-  `SSHRunner.run("true")` without and with the lock (perl), on one reused connection.
+  `SSHRunner.run("true")` without and with the lock (perl), on one reused connection;
+- on both, a program as plain words inside the lock, which the perl prelude execs itself
+  (`hostname`), against the same run by the shell (`hostname;`).
 
     python benchmarks/lock_cost.py [--repeat 200]
 """
@@ -51,13 +53,15 @@ def _spawn(argv: list[str]) -> Timing:
     return time.perf_counter() - t, _children_cpu() - cpu
 
 
-def _run(runner: Runner, lock: Lock | None) -> Callable[[], Awaitable[Timing]]:
+def _run(
+    runner: Runner, lock: Lock | None, command: str = COMMAND
+) -> Callable[[], Awaitable[Timing]]:
     async def once() -> Timing:
         t, cpu = time.perf_counter(), _children_cpu()
-        result = await runner.run(COMMAND, timeout=30, lock=lock)
+        result = await runner.run(command, timeout=30, lock=lock)
         elapsed = time.perf_counter() - t, _children_cpu() - cpu
         if result.exit_code != 0 or result.locked is not (lock is not None):
-            sys.exit(f"`{COMMAND}` failed (locked: {result.locked}): {result.output.text()}")
+            sys.exit(f"`{command}` failed (locked: {result.locked}): {result.output.text()}")
         return elapsed
 
     return once
@@ -126,6 +130,8 @@ async def local_and_ssh(repeat: int, tmp: Path) -> None:
         "LocalRunner.run, no lock": _run(plain, None),
         "LocalRunner.run, locked (perl)": _run(plain, Lock()),
         "LocalRunner.run, locked (python3)": _run(py, Lock()),
+        "LocalRunner.run, locked, `hostname;`": _run(plain, Lock(), "hostname;"),
+        "LocalRunner.run, locked, `hostname`": _run(plain, Lock(), "hostname"),
     }
     _report(f"kosmos's local runner, median of {repeat}", await _interleaved(local, repeat))
     await ssh(repeat, tmp)
@@ -153,6 +159,8 @@ async def ssh(repeat: int, tmp: Path) -> None:
         cases = {
             "SSHRunner.run, no lock": _run(runner, None),
             "SSHRunner.run, locked (perl)": _run(runner, Lock()),
+            "SSHRunner.run, locked, `hostname;`": _run(runner, Lock(), "hostname;"),
+            "SSHRunner.run, locked, `hostname`": _run(runner, Lock(), "hostname"),
         }
         # The remote processes are sshd's children, not this one's: wall time only.
         times = await _interleaved(cases, repeat)
