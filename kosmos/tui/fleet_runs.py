@@ -25,7 +25,7 @@ from typing import Any
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import Session
 from kosmos.errors import HostError, KosmosError
-from kosmos.events import Event, Notice
+from kosmos.events import Event, Notice, RunFinished
 from kosmos.fleet.approvals import (
     AnswerRequest,
     ApprovalBroker,
@@ -304,6 +304,9 @@ class FleetController:
             recorder(event)
             if event.host is not None:
                 self.send(told(event))
+                if isinstance(event, RunFinished):
+                    # Its command can no longer be stopped; its history need not stay.
+                    self.sessions.pop(event.host, None)
 
         def make_session(parts: SessionParts) -> Session:
             session = sessions(parts)
