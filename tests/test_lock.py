@@ -287,23 +287,44 @@ async def test_plain_words_run_as_the_shell_runs_them(host: Host) -> None:
 @pytest.mark.parametrize(
     ("name", "value", "shown"),
     [
-        ("BASH_ENV", "{d}/env.sh", "from BASH_ENV"),
-        ("BASH_FUNC_hostname%%", "() {  echo from a function\n}", "from a function"),
+        ("BASH_ENV", "{d}/env.sh", "from BASH_ENV\n"),
+        ("BASH_FUNC_hostname%%", "() {  echo from a function\n}", "from a function\n"),
         # An empty entry is the working directory, where bash finds this `hostname` first.
-        ("PATH", ":" + os.environ.get("PATH", "/usr/bin:/bin"), "from the working directory"),
+        ("PATH", ":" + os.environ.get("PATH", "/usr/bin:/bin"), "from the working directory\n"),
     ],
 )
 async def test_the_shell_runs_plain_words_it_would_read_otherwise(
     tmp_path: Path, name: str, value: str, shown: str
 ) -> None:
+    """An environment that makes bash do more than exec the words: the plain command gives
+    what bash gives it (the same with a `;`, which bash always runs)."""
     (tmp_path / "env.sh").write_text("echo from BASH_ENV\n")
     (tmp_path / "hostname").write_text("#!/bin/sh\necho from the working directory\n")
     (tmp_path / "hostname").chmod(0o755)
     env = {**os.environ, name: value.replace("{d}", str(tmp_path))}
     runner = LocalRunner(cwd=tmp_path, env=env)
     result = await runner.run("hostname", timeout=20, lock=Lock())
-    assert result.locked and result.exit_code == 0
-    assert result.output.text().startswith(shown + "\n")
+    by_bash = await runner.run("hostname;", timeout=20, lock=Lock())
+    assert result.locked and shown in result.output.text()
+    assert (result.exit_code, result.output.text()) == (by_bash.exit_code, by_bash.output.text())
+
+
+@pytest.mark.parametrize("options", [{"SHELLOPTS": "xtrace:verbose"}, {"BASHOPTS": "extglob"}])
+async def test_bash_options_in_the_environment_reach_no_shell_of_kosmos(
+    tmp_path: Path, options: dict[str, str]
+) -> None:
+    """bash reads SHELLOPTS and BASHOPTS from its environment: they would trace kosmos's own
+    wrapper into the output, and its probe of the lock (which then found none)."""
+    runner = LocalRunner(cwd=tmp_path, env={**os.environ, **options})
+    await runner.learn_host(timeout=20)
+    assert runner.host_lock.status is not None and runner.host_lock.status.held
+    for lock in (None, Lock()):
+        command = "hostname; echo $SHELLOPTS; shopt -q extglob && echo extglob; true"
+        result = await runner.run(command, timeout=20, lock=lock)
+        assert result.exit_code == 0 and result.locked is (lock is not None)
+        lines = result.output.text().splitlines()
+        assert lines[0] == os.uname().nodename and len(lines) == 2, lines
+        assert "xtrace" not in lines[1] and "verbose" not in lines[1], lines
 
 
 # -- sockets, ports and signals ------------------------------------------------------------------

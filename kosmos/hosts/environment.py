@@ -10,6 +10,12 @@ and the variables ssh_config's `SendEnv` forwards leave out:
   `*_API_KEY`;
 * any variable whose value is a secret kosmos holds (a provider's key or an HTTP tool's
   secret from the config file), under whatever name.
+
+They also leave out bash's options (SHELLOPTS, BASHOPTS), which bash takes from the
+environment: `SHELLOPTS=xtrace` would trace kosmos's own wrapper into every command's output
+and into the answer of the kernel lock's probe (which then finds no lock), and an option such
+as `extglob` would have bash read a command other than the approval policy did. kosmos's
+shells start with bash's defaults.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 # The variables kosmos reads its API keys from (kosmos.config.ENV_API_KEYS), and the MCP
 # server's bearer token (kosmos.mcp.http.TOKEN_ENV).
 KOSMOS_KEYS = frozenset({"KOSMOS_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "KOSMOS_MCP_TOKEN"})
+# bash's options, which it reads from the environment at start.
+SHELL_OPTIONS = frozenset({"SHELLOPTS", "BASHOPTS"})
 
 
 def withheld(name: str, value: str, secrets: Iterable[str] = ()) -> bool:
     """Whether the variable `name=value` stays out of a command's environment."""
-    if name.upper() in KOSMOS_KEYS or name.upper().endswith("_API_KEY"):
+    if name.upper() in KOSMOS_KEYS or name.upper().endswith("_API_KEY") or name in SHELL_OPTIONS:
         return True
     value = value.strip()
     return bool(value) and value in set(secrets)

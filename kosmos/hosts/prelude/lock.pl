@@ -171,11 +171,12 @@ if ($probe) {
 # This execs them itself, one start of the shell fewer, where doing so cannot differ from the
 # shell: the program is the first executable file on an absolute PATH, and an ELF binary or a
 # `#!` script. Anything else goes to the shell as before (not found, a script without `#!`,
-# a relative PATH entry), as does a shell that would first run code of its own: BASH_ENV, or
-# a function exported in the environment.
+# a relative PATH entry), as does a shell that the environment tells to do more: run code of
+# its own first (BASH_ENV, a function exported), trace (SHELLOPTS, BASHOPTS) or pass over
+# programs (EXECIGNORE).
 sub plain {
     my ($name) = @_;
-    return undef if defined $ENV{BASH_ENV} || grep { /^BASH_FUNC_/ } keys %ENV;
+    return undef if grep { /^(?:BASH_ENV|SHELLOPTS|BASHOPTS|EXECIGNORE)$|^BASH_FUNC_/ } keys %ENV;
     my @candidates;
     if ($name =~ m{/}) {
         @candidates = ($name);
