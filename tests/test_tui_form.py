@@ -185,3 +185,20 @@ def test_cli_rejects_a_bad_param_before_the_screen_opens(
     assert shown.returncode == 0
     for flag in ("--host", "--skill", "--param", "--transcript"):
         assert flag in shown.stdout
+
+
+async def test_an_unknown_skill_at_start_is_named_where_the_skill_would_be(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    app = make_app(llm.base_url, home, skill="no-such-skill")
+    async with app.run_test(size=(140, 45)) as pilot:
+        hint = app.main.query_one("#no-skill")
+
+        def named() -> bool:
+            return "--skill no-such-skill:" in str(hint.render())
+
+        await until(pilot, named, "the unknown skill named in the panel")
+        text = str(hint.render())
+        assert "Choose a skill in the sidebar" in text
+        await pilot.pause(0.2)
+        assert named() and not app.main.runs

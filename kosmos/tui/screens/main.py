@@ -8,7 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.markup import escape
 from textual.screen import Screen
-from textual.widgets import Input, TabbedContent, TabPane
+from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState
 
 from kosmos.engine.guard import visible
@@ -34,7 +34,7 @@ from kosmos.tui.widgets.keys import Keys
 from kosmos.tui.widgets.params_talk import ParamsTalk
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.sidebar import Sidebar
-from kosmos.tui.widgets.skill_form import SkillPanel
+from kosmos.tui.widgets.skill_form import NO_SKILL, SkillPanel
 from kosmos.tui.widgets.steps import Note
 
 SKILL_TAB = "skill-tab"
@@ -135,7 +135,11 @@ class MainScreen(Screen[None]):
                     runner, name, timeout=self.parts.config.settings.remote_skill_timeout
                 )
             except KosmosError as e:
-                self.notify(f"--skill {name}: {e}", severity="error", timeout=10)
+                problem = f"--skill {name}: {e}"
+                self.notify(problem, severity="error", timeout=10)
+                # It stays where the skill would have been, once the notice has gone.
+                for hint in self.query("#no-skill").results(Static):
+                    hint.update(f"{problem}\n\n{NO_SKILL}")
                 return
             self.sidebar.select_skill(skill)
 

@@ -15,6 +15,11 @@ from kosmos.skills.params import resolve_params, validate_value
 from kosmos.tui.paths import shown_path
 from kosmos.tui.widgets.params_talk import ParamsTalk
 
+NO_SKILL = (
+    "Choose a skill in the sidebar (enter), fill in its parameters, "
+    "then press ctrl+r to run it on the selected host."
+)
+
 
 def _run_hint(skill: str, host: str) -> Text:
     shown = visible(skill, one_line=True)
@@ -161,12 +166,7 @@ class SkillPanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         skill = self.skill
         if skill is None:
-            yield Static(
-                "Choose a skill in the sidebar (enter), fill in its parameters, "
-                "then press ctrl+r to run it on the selected host.",
-                classes="hint",
-                id="no-skill",
-            )
+            yield Static(NO_SKILL, classes="hint", id="no-skill", markup=False)
             return
         yield Label(visible(skill.name, one_line=True), classes="skill-name", markup=False)
         yield Static(
