@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
 
 from kosmos.errors import HostError
 from kosmos.hosts.environment import forwarded

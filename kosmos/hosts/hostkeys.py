@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
+
 from asyncssh.config import SSHClientConfig
 from asyncssh.public_key import get_certificate_algs, get_default_public_key_algs
 

@@ -12,7 +12,8 @@ import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
+
 from asyncssh.config import SSHClientConfig
 
 from kosmos.hosts.keywords import expand_home, words_option

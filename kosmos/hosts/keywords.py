@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
+
 from asyncssh.config import SSHClientConfig, SSHConfig
 
 # What kosmos does with each keyword it honours: the README's table, word for word (a test

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
 
 from kosmos.errors import HostError
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
 
 from kosmos.errors import HostError
 from kosmos.hosts.connect import KEEPALIVE_COUNT_MAX, KEEPALIVE_INTERVAL, Connector, Link

@@ -20,7 +20,7 @@ import shlex
 import tarfile
 from collections.abc import Sequence
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
 
 from kosmos.errors import HostError
 

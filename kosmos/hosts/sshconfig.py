@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
+
 from asyncssh.config import ConfigParseError
 from asyncssh.connection import SSHClientConnectionOptions
 from asyncssh.pattern import WildcardPatternList
