@@ -53,6 +53,30 @@ class Counting(LocalRunner):
         Counting.open -= 1
 
 
+class SlowToConnect(LocalRunner):
+    """A host whose connection takes a while, as one across the world does."""
+
+    async def connect(self) -> None:
+        await asyncio.sleep(0.3)
+
+
+async def test_a_hosts_duration_counts_its_connection_in_its_result_as_in_the_summary(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    llm.default = scripted()
+    names = ["near", "far"]
+    root = host_dirs(tmp_path, names)
+    slow = {"far": lambda spec: SlowToConnect(cwd=root / spec.name)}
+    run = await run_fleet(llm.base_url, names, open_runner=Hosts(root, slow))
+    assert run.result.counts == {"done": 2}
+    for name in names:
+        [finished] = run.of(name, RunFinished)
+        # The same figure in the host's result (its transcript, its card in the TUI) as in its
+        # row of the fleet's summary (the table, fleet.json): the connection counted in both.
+        assert finished.duration_s == pytest.approx(run.host(name).duration_s, abs=0.0006)
+    assert run.host("far").duration_s >= 0.3 > run.host("near").duration_s
+
+
 async def test_fan_out_over_20_hosts_tags_every_event(llm: ScriptedLLM, tmp_path: Path) -> None:
     llm.default = scripted()
     hosts = Hosts(host_dirs(tmp_path, NAMES))

@@ -326,6 +326,11 @@ class Fleet:
         def emit(event: Event) -> None:
             if event.host != run.name:
                 event = event.model_copy(update={"host": run.name})
+            if isinstance(event, RunFinished):
+                # A host's time in a fleet runs from its start, its connection included, in
+                # its result as in its row and the fleet's summary (its session starts after).
+                run.finished = time.monotonic()
+                event = event.model_copy(update={"duration_s": run.elapsed()})
             self._track(run, event)
             if record is not None:
                 record.observe(event)
@@ -355,7 +360,6 @@ class Fleet:
             case RunFinished():
                 run.result = event
                 run.state = event.status
-                run.finished = time.monotonic()
             case _:
                 pass
 
