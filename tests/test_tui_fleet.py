@@ -149,6 +149,7 @@ async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, hom
         # The asking host's run view is shown, its step focused: enter runs it there only.
         assert screen.shown_host == asking
         assert isinstance(app.focused, CmdStep) and app.focused.awaiting
+        assert app.focused.query_one("#run", Button).display
         await pilot.press("enter")
         await until(pilot, waiting_on(app, "cat code", 1), "the other host asked on its own")
         assert screen.bar.request.proposal.host == other
@@ -165,6 +166,9 @@ async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, hom
         view = screen.view
         assert view.display and view.cmd_steps[1].state == "ok"
         assert "0" in "\n".join(view.cmd_steps[1].query_one("#output").lines)
+        # Built from the host's story, a step decided long ago has no buttons or inputs: they
+        # come with a request, which the live view's step had (its Run button above).
+        assert not view.cmd_steps[1].query(Button) and not view.cmd_steps[1].query(Input)
         assert (await shown(pilot, screen, other)).cmd_steps[1].state == "skipped"
         assert screen.table.state_of(asking) == "done"
 

@@ -73,20 +73,32 @@ class CmdStep(Vertical):
             yield Label("proposed", classes="state", id="state")
         yield Static(command_syntax(self.command), classes="command", id="command")
         yield Static("", classes="risk", id="risk", markup=False)
-        with Horizontal(classes="actions", id="actions"):
-            yield Button("Run", variant="success", id="run", compact=True)
-            yield Button("Skip", id="skip", compact=True)
-            yield Button("Edit", id="edit", compact=True)
-        yield Input(
+        # Run / Skip / Edit and the two inputs come with the step's first request (`_controls`):
+        # most steps a run view is built with have long been decided, and these six widgets
+        # were half of what mounting such a step cost.
+        yield Static("", classes="step-error", id="error", markup=False)
+        # One more than LOG_LINES: the log counts the empty line after the last line break.
+        yield OutputLog(max_lines=LOG_LINES + 1, classes="output", id="output")
+
+    def _controls(self) -> None:
+        """Mount the buttons and the inputs, before the error line, once."""
+        if self.query("#actions"):
+            return
+        actions = Horizontal(
+            Button("Run", variant="success", id="run", compact=True),
+            Button("Skip", id="skip", compact=True),
+            Button("Edit", id="edit", compact=True),
+            classes="actions",
+            id="actions",
+        )
+        edit = Input(
             classes="edit-input",
             id="edit-input",
             placeholder="edit the command; enter runs it, escape goes back",
             select_on_focus=False,
         )
-        yield Input(classes="confirm-input", id="confirm-input")
-        yield Static("", classes="step-error", id="error", markup=False)
-        # One more than LOG_LINES: the log counts the empty line after the last line break.
-        yield OutputLog(max_lines=LOG_LINES + 1, classes="output", id="output")
+        confirm = Input(classes="confirm-input", id="confirm-input")
+        self.mount(actions, edit, confirm, before="#error")
 
     # -- what the run view calls ----------------------------------------------------------
 
@@ -106,15 +118,17 @@ class CmdStep(Vertical):
                 notes.append("the reply had no tag: read the command before running it")
             risk.update(visible(" · ".join(notes)))
             risk.set_class(True, "shown")
+        self._controls()
         self.query_one("#actions").set_class(True, "shown")
         self._keys_changed()
         self.focus_input()
 
     def focus_input(self) -> None:
         """Focus what the operator acts on now."""
-        for selector in ("#confirm-input", "#edit-input"):
-            widget = self.query_one(selector, Input)
-            if widget.has_class("shown"):
+        inputs = {widget.id: widget for widget in self.query(Input)}  # none before a request
+        for name in ("confirm-input", "edit-input"):
+            widget = inputs.get(name)
+            if widget is not None and widget.has_class("shown"):
                 widget.focus()
                 return
         if self.awaiting:
@@ -122,8 +136,7 @@ class CmdStep(Vertical):
 
     def decided(self, decision: str, command: str, reason: str = "") -> None:
         self.awaiting = False
-        for selector in ("#actions", "#edit-input", "#confirm-input"):
-            self.query_one(selector).set_class(False, "shown")
+        self.query("#actions, #edit-input, #confirm-input").set_class(False, "shown")
         # A refusal says why (the host's name was not typed, a read-only policy...).
         self.query_one("#error", Static).update(reason if decision == "refused" else "")
         if command != self.command:
@@ -235,8 +248,7 @@ class CmdStep(Vertical):
         edit.focus()
 
     def action_cancel_edit(self) -> None:
-        for selector in ("#edit-input", "#confirm-input"):
-            self.query_one(selector, Input).set_class(False, "shown")
+        self.query("#edit-input, #confirm-input").set_class(False, "shown")
         self.query_one("#error", Static).update("")
         self.focus_input()
 
