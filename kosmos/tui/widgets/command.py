@@ -72,16 +72,15 @@ class CmdStep(Vertical):
             yield Label(f"[CMD] step {self.step}", classes="tag", markup=False)
             yield Label("proposed", classes="state", id="state")
         yield Static(command_syntax(self.command), classes="command", id="command")
-        yield Static("", classes="risk", id="risk", markup=False)
-        # Run / Skip / Edit and the two inputs come with the step's first request (`_controls`):
-        # most steps a run view is built with have long been decided, and these six widgets
-        # were half of what mounting such a step cost.
-        yield Static("", classes="step-error", id="error", markup=False)
+        # The risk line, Run / Skip / Edit and the two inputs come with the step's first
+        # request (`_controls`), the error line with its first error (`_say`): most steps a
+        # run view is built with have long been decided, and these widgets were more than
+        # half of what mounting one cost.
         # One more than LOG_LINES: the log counts the empty line after the last line break.
         yield OutputLog(max_lines=LOG_LINES + 1, classes="output", id="output")
 
     def _controls(self) -> None:
-        """Mount the buttons and the inputs, before the error line, once."""
+        """Mount the risk line, the buttons and the inputs, above the output, once."""
         if self.query("#actions"):
             return
         actions = Horizontal(
@@ -98,7 +97,18 @@ class CmdStep(Vertical):
             select_on_focus=False,
         )
         confirm = Input(classes="confirm-input", id="confirm-input")
-        self.mount(actions, edit, confirm, before="#error")
+        risk = Static("", classes="risk", id="risk", markup=False)
+        self.mount(risk, actions, edit, confirm, before="#output")
+
+    def _say(self, text: str) -> None:
+        """The step's error line (a refusal, an empty edit), mounted when first needed."""
+        said = self.query("#error")
+        if said:
+            said.first(Static).update(text)
+        elif text:
+            self.mount(
+                Static(text, classes="step-error", id="error", markup=False), before="#output"
+            )
 
     # -- what the run view calls ----------------------------------------------------------
 
@@ -107,6 +117,7 @@ class CmdStep(Vertical):
         self.proposal = proposal
         self.awaiting = True
         self._set_state("awaiting approval", "awaiting")
+        self._controls()
         risk = self.query_one("#risk", Static)
         if proposal.risk == "dangerous":
             reason = proposal.reason or "this command can destroy data"
@@ -118,7 +129,6 @@ class CmdStep(Vertical):
                 notes.append("the reply had no tag: read the command before running it")
             risk.update(visible(" · ".join(notes)))
             risk.set_class(True, "shown")
-        self._controls()
         self.query_one("#actions").set_class(True, "shown")
         self._keys_changed()
         self.focus_input()
@@ -138,7 +148,7 @@ class CmdStep(Vertical):
         self.awaiting = False
         self.query("#actions, #edit-input, #confirm-input").set_class(False, "shown")
         # A refusal says why (the host's name was not typed, a read-only policy...).
-        self.query_one("#error", Static).update(reason if decision == "refused" else "")
+        self._say(reason if decision == "refused" else "")
         if command != self.command:
             self.command = command
             self.query_one("#command", Static).update(command_syntax(command))
@@ -249,7 +259,7 @@ class CmdStep(Vertical):
 
     def action_cancel_edit(self) -> None:
         self.query("#edit-input, #confirm-input").set_class(False, "shown")
-        self.query_one("#error", Static).update("")
+        self._say("")
         self.focus_input()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -262,17 +272,16 @@ class CmdStep(Vertical):
         event.stop()
         if not self.awaiting or self.proposal is None:
             return
-        error = self.query_one("#error", Static)
         value = event.value.strip()
         if event.input.id == "confirm-input":
             # What was typed goes to the engine, which runs the command only for the host's name.
             if value:
                 self._decide(dataclasses.replace(self._confirmed, typed=value))
             else:
-                error.update(f"type {self.proposal.host} to run it, or press s to skip")
+                self._say(f"type {self.proposal.host} to run it, or press s to skip")
             return
         if not value:
-            error.update("the command is empty; type one, or press escape to go back")
+            self._say("the command is empty; type one, or press escape to go back")
         elif value == self.proposal.command:
             self.action_cancel_edit()
             self.action_run()
