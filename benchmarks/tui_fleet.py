@@ -16,8 +16,10 @@ request at once: `[CMD] hostname`, `[CMD] uptime`, `[CMD] df -P /`, then `[DONE]
 
 Printed for each size, each figure beside its aim: time to done (TUI: from the start key to
 the summary on screen; headless: the fleet's own duration), key latency while busy (p50, p95,
-max), the TUI's CPU use while idle after the run, `knowledge_timeout` notices in each side's
-transcripts, and peak RSS (the TUI's two processes, the screen's and the fleet's, summed).
+max; and how much of each key's wait was the screen's thread's own CPU, the rest being the
+process waiting for a core), the TUI's CPU use while idle after the run, `knowledge_timeout`
+notices in each side's transcripts, and peak RSS (the TUI's two processes, the screen's and
+the fleet's, summed).
 
 `--split-cores` puts the loopback sshd, and every session and command it starts, on the last
 core and everything else (kosmos on both sides, the LLM) on the others: the hosts' work then
@@ -123,6 +125,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     app = Probe(config)
     settle()  # as `kosmos tui` does before its app starts
     latencies: list[float] = []
+    key_cpu: list[float] = []
     figures: dict[str, Any] = {}
     profiler = _start_profile(profile)
     async with app.run_test(size=SIZE) as pilot:
@@ -176,11 +179,14 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 want = row + (1 if down else -1)
                 shown: asyncio.Future[float] = loop.create_future()
                 app.wanted = (want, shown)
-                sent = time.perf_counter()
+                sent, cpu = time.perf_counter(), time.thread_time()
                 app.post_message(events.Key("down" if down else "up", None))
                 while not done():
                     try:
                         latencies.append(await asyncio.wait_for(asyncio.shield(shown), 0.05) - sent)
+                        # The screen's thread's own CPU while the key waited: the rest of the
+                        # wait was the process waiting for a core.
+                        key_cpu.append(time.thread_time() - cpu)
                         break
                     except TimeoutError:
                         pass
@@ -225,6 +231,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         figures["fleet_s"] = screen.controller.result.duration_s
         await pilot.press("ctrl+w")
     figures["latencies"] = latencies
+    figures["key_cpu"] = key_cpu
     figures["run_dir"] = str(run_dir)
     # The screen's process and the fleet's: the sum of their peaks, as two processes hold
     # both at once. The fleet's is its own high-water mark, read while it lived: the children's
@@ -439,6 +446,13 @@ def report(
         f"  key latency busy  {len(mine['latencies'])} keys: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
         f"(aim <= 100), max {worst:.0f} ms (aim <= 250)  {mark(p95 <= 100 and worst <= 250)}"
     )
+    if mine.get("key_cpu"):
+        cpu = [x * 1000 for x in mine["key_cpu"]]
+        print(
+            f"                    the screen's own CPU in each key's wait: p50 "
+            f"{statistics.median(cpu):.0f} ms, p95 {percentile(cpu, 0.95):.0f} ms, max "
+            f"{max(cpu):.0f} ms (the rest: waiting for a core)"
+        )
     print(
         f"  idle CPU after    {idle:.1f} % over {IDLE_S:g} s, timers left running: "
         f"{mine['timers']}  (aim <= 2 %)  {mark(idle <= 2)}"
@@ -530,10 +544,13 @@ def main() -> None:
                 if ref and mine:
                     report(n, ref, mine, locked)
                 else:
-                    shown = ref or {k: v for k, v in (mine or {}).items() if k != "latencies"}
+                    lists = ("latencies", "key_cpu")
+                    shown = ref or {k: v for k, v in (mine or {}).items() if k not in lists}
                     if mine and mine["latencies"]:
                         lat = [x * 1000 for x in mine["latencies"]]
                         shown["key_ms"] = {"p95": percentile(lat, 0.95), "max": max(lat)}
+                        cpu = [x * 1000 for x in mine["key_cpu"]]
+                        shown["key_cpu_ms"] = {"p95": percentile(cpu, 0.95), "max": max(cpu)}
                     print(f"N={n}: {json.dumps(shown)}")
                 sys.stdout.flush()
     finally:
