@@ -261,3 +261,34 @@ async def test_file_reads_and_memory_steps_have_their_own_widget(
     assert (memory / "MEMORY_web.md").read_text() == "web listens on 80\nsecond line\n"
     assert not (memory / "MEMORY_other.md").exists()
     assert llm.requests[0].system.startswith("--- Target OS: Linux ---")
+
+
+async def test_a_steps_controls_come_under_its_command_even_after_an_error_line() -> None:
+    """A step mounts its controls with its first request and its error line with its first
+    error; whichever came first, they stand in the same order under the command."""
+    from textual.app import App, ComposeResult
+
+    from kosmos.engine.operator import CommandProposal
+
+    class One(App[None]):
+        def compose(self) -> ComposeResult:
+            yield CmdStep(1, "echo one")
+
+    app = One()
+    async with app.run_test() as pilot:
+        step = app.query_one(CmdStep)
+        assert not step.query(Input)  # nothing to act on before a request
+        step.decided("refused", "echo one", "refused: the host's name was not typed")
+        await pilot.pause()
+        step.request(CommandProposal(1, "echo one", "web1"))
+        await pilot.pause()
+        order = [w.id for w in step.children if w.id]
+        assert order == [
+            "command",
+            "risk",
+            "actions",
+            "edit-input",
+            "confirm-input",
+            "error",
+            "output",
+        ], order

@@ -80,7 +80,8 @@ class CmdStep(Vertical):
         yield OutputLog(max_lines=LOG_LINES + 1, classes="output", id="output")
 
     def _controls(self) -> None:
-        """Mount the risk line, the buttons and the inputs, above the output, once."""
+        """Mount the risk line, the buttons and the inputs under the command, once (before an
+        error line already there, whatever came first)."""
         if self.query("#actions"):
             return
         actions = Horizontal(
@@ -98,7 +99,7 @@ class CmdStep(Vertical):
         )
         confirm = Input(classes="confirm-input", id="confirm-input")
         risk = Static("", classes="risk", id="risk", markup=False)
-        self.mount(risk, actions, edit, confirm, before="#output")
+        self.mount(risk, actions, edit, confirm, after="#command")
 
     def _say(self, text: str) -> None:
         """The step's error line (a refusal, an empty edit), mounted when first needed."""
