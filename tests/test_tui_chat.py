@@ -338,6 +338,8 @@ async def test_an_unreachable_host_leaves_the_local_tools(
     app = chat_app(llm, services, home, host="dead", hosts=["local", "dead"])
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, ready(app), "the chat, greeted")
+        # What the screen says is posted to the conversation, which shows it a moment later.
+        await until(pilot, lambda: bool(said(app, "help")), "the greeting shown")
         reason = said(app, "reason")
         assert len(reason) == 1 and reason[0].endswith("; only the local skills are offered")
         assert "dead" in reason[0]
