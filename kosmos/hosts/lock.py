@@ -2,7 +2,8 @@
 
 A short prelude in what the host already has (perl, else python3: prelude/lock.pl, lock.py)
 sets no_new_privs, enters a Landlock domain and installs a seccomp filter, then execs the shell
-that runs the command. Inside it:
+that runs the command (on `local`, the spawner takes the same steps between fork and exec:
+hosts/spawner.py). Inside it:
 
 * no file is written, created, removed, renamed, linked or truncated anywhere but /dev/null
   (Landlock: every access right of the kernel's ABI is handled, and only read and execute are

@@ -81,10 +81,24 @@ def main(argv):
 
 
 def landlock(one, paths, ports, call, failed, report):
+    fd = ruleset(one, paths, ports, call, failed)
+    if fd is None:
+        return None
+    if call(446, fd, 0) != 0:
+        return failed("landlock_restrict_self")
+    os.close(fd)
+    if report is not None:
+        report.append("landlock=ok")
+    return None
+
+
+def ruleset(one, paths, ports, call, failed):
+    """The Landlock ruleset SPEC's items describe, as a file descriptor (None: a step failed,
+    which `failed` was told). Entered with landlock_restrict_self, by as many as need it."""
     size, fs, net, scoped = (int(n) for n in one["ruleset"].split(":"))
     attr = struct.pack("QQQ", fs, net, scoped)[:size]
-    ruleset = call(444, attr, size, 0)
-    if ruleset < 0:
+    fd = call(444, attr, size, 0)
+    if fd < 0:
         return failed("landlock_create_ruleset")
     for rule in paths:
         access, _, path = rule.partition(":")
@@ -93,18 +107,14 @@ def landlock(one, paths, ports, call, failed, report):
         except OSError as e:
             ctypes.set_errno(e.errno or 0)
             return failed(f"open {path}")
-        if call(445, ruleset, 1, struct.pack("=Qi", int(access), handle), 0) != 0:
+        if call(445, fd, 1, struct.pack("=Qi", int(access), handle), 0) != 0:
             return failed(f"landlock_add_rule {path}")
         os.close(handle)
     for rule in ports:
         access, _, port = rule.partition(":")
-        if call(445, ruleset, 2, struct.pack("QQ", int(access), int(port)), 0) != 0:
+        if call(445, fd, 2, struct.pack("QQ", int(access), int(port)), 0) != 0:
             return failed(f"landlock_add_rule port {port}")
-    if call(446, ruleset, 0) != 0:
-        return failed("landlock_restrict_self")
-    os.close(ruleset)
-    if report is not None:
-        report.append("landlock=ok")
+    return fd
 
 
 if __name__ == "__main__":

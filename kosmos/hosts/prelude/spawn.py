@@ -1,0 +1,312 @@
+"""kosmos's local spawner: run as `python -I -S THIS FD`, once per local host of a run.
+
+It starts the local host's commands that run inside the kernel lock, and keeps nothing of them
+behind. FD is its end of a SOCK_SEQPACKET socket pair with kosmos, which sends one JSON object
+a message:
+
+  {"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": DIR|null, "spec": SPEC,
+   "plain": BOOL}
+      with two file descriptors: the command's stdin and its output (stdout and stderr).
+      Answered {"op": "started", "id": N, "pid": P} (or {"op": "failed", "id": N, "error":
+      WHY}), and {"op": "exited", "pid": P, "code": C} when the command's process ends (C:
+      its exit status, or minus the signal that ended it).
+  {"op": "kill", "pid": P, "sig": S}    signal S to the command's whole process group
+  {"op": "end", "pid": P}               the command is over for kosmos: TERM, then KILL, to
+                                        what is left of its group, then it is forgotten
+
+Each command runs in a session (and process group) of its own. Its child enters the lock SPEC
+describes (lock.py's `main`, the python3 prelude: no_new_privs, Landlock, seccomp) between fork
+and exec, so that one process start does what `perl -e PRELUDE` and a shell around it did.
+
+Nothing left behind: a command's process is this spawner's child, and it is reaped only after
+its group's last signal, so its group's number cannot be another's when that signal is sent.
+When kosmos goes (ended, killed, out of memory) its end of the socket closes: every group still
+known gets TERM, a second to end, then KILL, and the spawner exits. It ignores the signals a
+terminal or a group kill would send it: it ends only when kosmos has.
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import selectors
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The python3 prelude, beside this file.
+import lock  # type: ignore[import-not-found]  # noqa: E402
+
+SYSCALL = ctypes.CDLL(None, use_errno=True).syscall
+SYSCALL.restype = ctypes.c_long
+GRACE_S = 1.0
+SHELL_VARIABLES = ("BASH_ENV", "SHELLOPTS", "BASHOPTS", "EXECIGNORE")
+FLAGS = os.WEXITED | os.WNOHANG | os.WNOWAIT
+RESET = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def code_of(info):
+    """The exit status of a waitid result, or minus the signal that ended the process."""
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+class Locked:
+    """A lock SPEC made ready once (lock.py's steps up to the ruleset, which one fd holds):
+    a child then needs three system calls to enter it. `error`: the step that failed."""
+
+    def __init__(self, spec):
+        self.error = None
+        self.ruleset = None
+        self.filter = None
+        one, paths, ports = {}, [], []
+        for item in spec.split():
+            key, _, value = item.partition("=")
+            if key == "path":
+                paths.append(value)
+            elif key == "port":
+                ports.append(value)
+            else:
+                one[key] = value
+        self.prctl = int(one["prctl"])
+        if "ruleset" in one:
+            self.ruleset = lock.ruleset(one, paths, ports, self.call, self.failed)
+        if "filter" in one and self.error is None:
+            code = bytes.fromhex(one["filter"])
+            self.instructions = ctypes.create_string_buffer(code, len(code))
+            # struct sock_fprog: the number of instructions, then a pointer to them.
+            address = ctypes.addressof(self.instructions)
+            self.filter = struct.pack("HxxxxxxQ", len(code) // 8, address)
+
+    def call(self, *args):
+        words = [a if isinstance(a, bytes) else ctypes.c_long(a) for a in args]
+        return SYSCALL(*words)
+
+    def failed(self, step):
+        self.error = f"{step}: {os.strerror(ctypes.get_errno())}"
+
+    def enter(self):
+        """In the child: no_new_privs, the Landlock domain, the seccomp filter; or status 126."""
+        if self.error is not None:
+            refuse(self.error)
+        if self.call(self.prctl, 38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            self.failed("no_new_privs")
+        elif self.ruleset is not None and self.call(446, self.ruleset, 0) != 0:
+            self.failed("landlock_restrict_self")
+        elif self.filter is not None and self.call(self.prctl, 22, 2, self.filter, 0, 0) != 0:
+            self.failed("seccomp")  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        if self.error is not None:
+            refuse(self.error)
+
+
+def refuse(why):
+    os.write(
+        2, f"kosmos: the kernel lock could not be set ({why}); the command did not run\n".encode()
+    )
+    os._exit(126)
+
+
+def plain_path(name, env):
+    """The file `name` is where every shell would exec it as it stands, else None: lock.pl's
+    `plain`. The program is the first executable file on an absolute PATH, and an ELF binary
+    or a `#!` script; and the environment tells no shell to do more first (BASH_ENV, a
+    function exported, SHELLOPTS, BASHOPTS, EXECIGNORE)."""
+    if any(k in SHELL_VARIABLES or k.startswith("BASH_FUNC_") for k in env):
+        return None
+    if "/" in name:
+        candidates = [name]
+    else:
+        if "PATH" not in env:
+            return None
+        candidates = []
+        for folder in env["PATH"].split(":"):
+            if not folder.startswith("/"):
+                return None
+            candidates.append(f"{folder}/{name}")
+    for path in candidates:
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode) or not os.access(path, os.X_OK):
+                continue
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError:
+            if os.path.exists(path):
+                return None
+            continue
+        return path if head.startswith((b"#!", b"\x7fELF")) else None
+    return None
+
+
+def child(argv, env, cwd, locked, plain, stdin, out):
+    """In the forked child: a session of its own, the descriptors, the lock, then exec.
+    `plain`: the command (argv's last word) is plain words (hosts/wrapper.py's `plain`), which
+    it execs itself where `plain_path` finds the program: one start of the shell fewer."""
+    try:
+        os.setsid()
+        os.dup2(stdin, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        for sig in RESET:
+            signal.signal(sig, signal.SIG_DFL)
+        if cwd is not None:
+            os.chdir(cwd)
+        if locked is not None:
+            locked.enter()
+        os.closerange(3, 1 << 20)
+        if plain:
+            words = argv[-1].split(" ")
+            path = plain_path(words[0], env)
+            if path is not None:
+                os.execve(path, words, env)
+        os.execve(argv[0], argv, env)
+    except OSError as e:
+        os.write(2, f"kosmos: the command could not be started ({e})\n".encode())
+    finally:
+        os._exit(126)
+
+
+class Spawner:
+    def __init__(self, sock):
+        self.sock = sock
+        self.select = selectors.DefaultSelector()
+        self.select.register(sock, selectors.EVENT_READ, None)
+        # pid -> pidfd while the process runs, None once it has exited (not yet reaped).
+        self.children = {}
+        # pids whose group kosmos is done with, reaped when their process exits.
+        self.ended = set()
+        # Each lock SPEC, made ready at its first command.
+        self.locks = {}
+
+    def send(self, **message):
+        with contextlib.suppress(OSError):  # kosmos is gone: its end of file comes next
+            self.sock.send(json.dumps(message).encode())
+
+    def serve(self):
+        while True:
+            for key, _ in self.select.select():
+                if key.data is None:
+                    if not self.message():
+                        self.finish()
+                        return
+                else:
+                    self.exited(key.data)
+
+    def message(self):
+        data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 2)
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            return False
+        try:
+            msg = json.loads(data)
+            op = msg["op"]
+            if op == "run":
+                self.run(msg, fds)
+            elif op == "kill":
+                self.signal(msg["pid"], msg["sig"])
+            elif op == "end":
+                self.end(msg["pid"])
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return True
+
+    def run(self, msg, fds):
+        if len(fds) != 2:
+            self.send(op="failed", id=msg["id"], error="no descriptors came with the command")
+            return
+        spec = msg.get("spec")
+        locked = None
+        if spec:
+            if spec not in self.locks:
+                self.locks[spec] = Locked(spec)
+            locked = self.locks[spec]
+        try:
+            pid = os.fork()
+        except OSError as e:
+            self.send(op="failed", id=msg["id"], error=f"fork: {e.strerror}")
+            return
+        if pid == 0:
+            child(msg["argv"], msg["env"], msg.get("cwd"), locked, msg.get("plain"), *fds)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+        self.children[pid] = pidfd
+        if pidfd is not None:
+            self.select.register(pidfd, selectors.EVENT_READ, pid)
+        self.send(op="started", id=msg["id"], pid=pid)
+        if pidfd is None:  # no pidfd (it cannot be: the lock needs a newer kernel): wait here
+            self.exited(pid, wait=True)
+
+    def exited(self, pid, wait=False):
+        flags = FLAGS & ~os.WNOHANG if wait else FLAGS
+        try:
+            info = os.waitid(os.P_PID, pid, flags)
+        except ChildProcessError:
+            info = None
+        if info is None and not wait:
+            return
+        pidfd = self.children.get(pid)
+        if pidfd is not None:
+            self.select.unregister(pidfd)
+            os.close(pidfd)
+        self.children[pid] = None
+        self.send(op="exited", pid=pid, code=code_of(info) if info is not None else 255)
+        if pid in self.ended:
+            self.reap(pid)
+
+    def signal(self, pid, sig):
+        # Only a group whose leader is not reaped: its number is still its own.
+        if pid in self.children:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, sig)
+
+    def end(self, pid):
+        if pid not in self.children:
+            return
+        self.signal(pid, signal.SIGTERM)
+        self.signal(pid, signal.SIGKILL)
+        self.ended.add(pid)
+        if self.children[pid] is None:
+            self.reap(pid)
+
+    def reap(self, pid):
+        self.ended.discard(pid)
+        self.children.pop(pid, None)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+    def finish(self):
+        """kosmos is gone: end every group still known, then exit."""
+        for pid in list(self.children):
+            self.signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline and any(self.running()):
+            time.sleep(0.02)
+        for pid in list(self.children):
+            self.signal(pid, signal.SIGKILL)
+            self.reap(pid)
+
+    def running(self):
+        for pid in self.children:
+            try:
+                if os.waitid(os.P_PID, pid, FLAGS) is None:
+                    yield pid
+            except ChildProcessError:
+                pass
+
+
+def main():
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    os.set_inheritable(sock.fileno(), False)
+    Spawner(sock).serve()
+
+
+if __name__ == "__main__":
+    main()
