@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kosmos.cli_args import build_parser, parse
 from kosmos.errors import EXIT_INTERRUPTED, EXIT_PIPE, KosmosError, UsageError
 from kosmos.heap import settle
+from kosmos.hosts.environment import hide_keys
 
 if TYPE_CHECKING:
     from kosmos.config import Settings
@@ -255,6 +256,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A command this kosmos runs on `local` (its screen's fleet process included, which gets
+    # this environment) could read the keys it was started with in /proc/PID/environ.
+    hide_keys()
     try:
         return _main(argv)
     except BrokenPipeError:

@@ -11,6 +11,11 @@ and the variables ssh_config's `SendEnv` forwards leave out:
 * any variable whose value is a secret kosmos holds (a provider's key or an HTTP tool's
   secret from the config file), under whatever name.
 
+A command on `local` could still read kosmos's own first environment, which the kernel shows
+every process of the same user in /proc/PID/environ (the kernel lock included): `hide_keys`
+blanks those variables' values there, in kosmos's own memory, when kosmos starts and when it
+opens `local`. kosmos keeps them in `os.environ`; what it starts gets them only as given.
+
 They also leave out bash's options (SHELLOPTS, BASHOPTS), which bash takes from the
 environment: `SHELLOPTS=xtrace` would trace kosmos's own wrapper into every command's output
 and into the answer of the kernel lock's probe (which then finds no lock), and an option such
@@ -21,6 +26,7 @@ shells start with bash's defaults.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -37,6 +43,51 @@ def withheld(name: str, value: str, secrets: Iterable[str] = ()) -> bool:
         return True
     value = value.strip()
     return bool(value) and value in set(secrets)
+
+
+def _key(name: str, value: str, known: set[str]) -> bool:
+    """The variable holds a key: by its name, or a secret kosmos holds as its value."""
+    upper = name.upper()
+    return upper in KOSMOS_KEYS or upper.endswith("_API_KEY") or value.strip() in known
+
+
+def hide_keys(secrets: Iterable[str] = ()) -> int:
+    """Blank the value of every variable that holds a key in this process's first environment,
+    the bytes /proc/PID/environ shows (zeros in their place, in this process's own memory,
+    written through /proc/self/mem). `os.environ` keeps them. Returns how many were blanked;
+    0 where there is no /proc to read or write (not Linux)."""
+    known = {s.strip() for s in secrets if s.strip()}
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            data = f.read()
+        with open("/proc/self/stat", "rb") as f:
+            # Fields 50 and 51 (env_start, env_end), counted after the command's name.
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])
+    except (OSError, ValueError, IndexError):
+        return 0
+    spans = []
+    offset = 0
+    for entry in data[: end - start].split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        text = value.decode(errors="replace")
+        if sep and value.strip(b"\0") and _key(name.decode(errors="replace"), text, known):
+            spans.append((start + offset + len(name) + 1, len(value)))
+        offset += len(entry) + 1
+    if not spans:
+        return 0
+    try:
+        fd = os.open("/proc/self/mem", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        for address, size in spans:
+            os.pwrite(fd, bytes(size), address)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+    return len(spans)
 
 
 def command_env(env: Mapping[str, str], secrets: Iterable[str] = ()) -> dict[str, str]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kosmos.config import Settings
-from kosmos.hosts.environment import command_env
+from kosmos.hosts.environment import command_env, hide_keys
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.lock import DEFAULT_PORTS, LockConfig
 from kosmos.hosts.passphrases import Passphrases
@@ -35,6 +35,8 @@ def make_runner(
     lock = lock_config(settings, target.strip() or LOCAL)
     secrets = settings.secrets()
     if target.strip() in (LOCAL, ""):
+        # Commands here could read kosmos's own first environment: no key is left in it.
+        hide_keys(secrets)
         return LocalRunner(env=command_env(os.environ, secrets), lock=lock)
     from kosmos.hosts.ssh import SSHRunner  # asyncssh: only for a run that opens SSH
 
