@@ -194,8 +194,9 @@ class LocalRunner:
         kit = self.host_lock
         start = time.monotonic()
         words = kit.words(lock, self.shell_path)
-        if words is not None and self._spawns():
-            # The spawner enters the lock between fork and exec and watches the group itself.
+        if self._spawns():
+            # The spawner starts it (inside the lock, entered between fork and exec, where the
+            # lock's words say so) and watches its group itself.
             child: _Child = await self._spawned(command, words, stdin)
         else:
             child = await self._process(self._wrapped(command, lock, stdin is not None))
@@ -286,8 +287,8 @@ class LocalRunner:
         ]
 
     def _spawns(self) -> bool:
-        """Locked commands start from the spawner (hosts/spawner.py) where this machine can
-        run one: started with the first of them, and again if it ended."""
+        """Commands start from the spawner (hosts/spawner.py) where this machine can run one
+        (Linux): started with the first of them, and again if it ended."""
         if self._spawner is not None and self._spawner.usable:
             return True
         if self._spawner is not None:
@@ -301,12 +302,16 @@ class LocalRunner:
             return False
         return True
 
-    async def _spawned(self, command: str, words: list[str], stdin: bytes | None) -> _Child:
-        """Start `command` from the spawner, inside the lock that `words` set."""
+    async def _spawned(self, command: str, words: list[str] | None, stdin: bytes | None) -> _Child:
+        """Start `command` from the spawner: inside the lock that `words` set, if any."""
         spawner = self._spawner
         assert spawner is not None
         # words: [interpreter ..., SPEC, SHELL, "-c"]: the spawner enters the lock itself.
-        spec, shell = words[-3], words[-2]
+        spec, shell = (words[-3], words[-2]) if words is not None else (None, self.shell_path)
+        if self.cwd is not None:
+            # A working folder that is gone is kosmos's fault, not the command's: raised here,
+            # as starting a process there raises it, rather than the child's status 126.
+            os.close(os.open(self.cwd, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         read_out, write_out = os.pipe()
         if stdin is not None:
             # The line fits the pipe's buffer: written whole before the command starts.

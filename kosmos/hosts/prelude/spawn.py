@@ -1,7 +1,7 @@
 """kosmos's local spawner: run as `python -I -S THIS FD`, once per local host of a run.
 
-It starts the local host's commands that run inside the kernel lock, and keeps nothing of them
-behind. FD is its end of a SOCK_SEQPACKET socket pair with kosmos, which sends one JSON object
+It starts the local host's commands, inside the kernel lock where asked, and keeps nothing of
+them behind. FD is its end of a SOCK_SEQPACKET socket pair with kosmos, which sends one JSON object
 a message:
 
   {"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": DIR|null, "spec": SPEC,
@@ -14,9 +14,10 @@ a message:
   {"op": "end", "pid": P}               the command is over for kosmos: TERM, then KILL, to
                                         what is left of its group, then it is forgotten
 
-Each command runs in a session (and process group) of its own. Its child enters the lock SPEC
-describes (lock.py's `main`, the python3 prelude: no_new_privs, Landlock, seccomp) between fork
-and exec, so that one process start does what `perl -e PRELUDE` and a shell around it did.
+Each command runs in a session (and process group) of its own. With a SPEC, its child enters
+the lock SPEC describes between fork and exec (lock.py's steps, the python3 prelude's:
+no_new_privs, Landlock, seccomp; the ruleset built once a SPEC), so that one process start does
+what `perl -e PRELUDE` and a shell around it did.
 
 Nothing left behind: a command's process is this spawner's child, and it is reaped only after
 its group's last signal, so its group's number cannot be another's when that signal is sent.
