@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import marshal
 import os
 import signal
 import socket
@@ -129,7 +129,7 @@ class Spawner:
     def send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
         if self.closed:
             raise HostError(GONE)
-        data = json.dumps(message).encode()
+        data = marshal.dumps(message)
         try:
             # Small messages to a process that reads at once: the socket's buffer takes them.
             if fds:
@@ -151,7 +151,7 @@ class Spawner:
             if not data:
                 self._gone()
                 return
-            message = json.loads(data)
+            message = marshal.loads(data)
             op = message.get("op")
             if op == "started":
                 # Known before any other message is read: its exit may come in the same read.

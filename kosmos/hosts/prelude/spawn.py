@@ -2,7 +2,7 @@
 
 It starts the local host's commands, inside the kernel lock where asked, and keeps nothing of
 them behind. FD is its end of a SOCK_SEQPACKET socket pair with kosmos, which sends one JSON object
-a message:
+a message (marshal's format):
 
   {"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": DIR|null, "spec": SPEC,
    "plain": BOOL}
@@ -26,28 +26,23 @@ known gets TERM, a second to end, then KILL, and the spawner exits. It ignores t
 terminal or a group kill would send it: it ends only when kosmos has.
 """
 
-import contextlib
-import ctypes
-import json
+# Only modules built into the interpreter at start: the spawner is started with a run's first
+# command, which waits for it. ctypes and the lock's steps load with the first locked command.
+import _signal  # type: ignore[import-not-found]
+import _socket
+import marshal
 import os
-import selectors
-import signal
-import socket
-import stat
-import struct
+import select
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The python3 prelude, beside this file.
-import lock  # type: ignore[import-not-found]  # noqa: E402
-
-SYSCALL = ctypes.CDLL(None, use_errno=True).syscall
-SYSCALL.restype = ctypes.c_long
 GRACE_S = 1.0
 SHELL_VARIABLES = ("BASH_ENV", "SHELLOPTS", "BASHOPTS", "EXECIGNORE")
 FLAGS = os.WEXITED | os.WNOHANG | os.WNOWAIT
-RESET = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGTERM, SIGKILL = _signal.SIGTERM, _signal.SIGKILL
+RESET = (_signal.SIGPIPE, _signal.SIGXFSZ, _signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+# Room for two descriptors (ints) in a message's ancillary data.
+FDS_SPACE = _socket.CMSG_SPACE(2 * 4)
 
 
 def code_of(info):
@@ -55,11 +50,31 @@ def code_of(info):
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
+KIT: list = []  # type: ignore[type-arg]
+
+
+def kit():
+    """ctypes, struct, lock.py (the python3 prelude, beside this file) and libc's syscall:
+    loaded with the first locked command."""
+    if not KIT:
+        import ctypes
+        import struct
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import lock  # type: ignore[import-not-found]
+
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+        syscall.restype = ctypes.c_long
+        KIT.extend((ctypes, struct, lock, syscall))
+    return KIT
+
+
 class Locked:
     """A lock SPEC made ready once (lock.py's steps up to the ruleset, which one fd holds):
     a child then needs three system calls to enter it. `error`: the step that failed."""
 
     def __init__(self, spec):
+        self.ctypes, struct, lock, self.syscall = kit()
         self.error = None
         self.ruleset = None
         self.filter = None
@@ -77,17 +92,17 @@ class Locked:
             self.ruleset = lock.ruleset(one, paths, ports, self.call, self.failed)
         if "filter" in one and self.error is None:
             code = bytes.fromhex(one["filter"])
-            self.instructions = ctypes.create_string_buffer(code, len(code))
+            self.instructions = self.ctypes.create_string_buffer(code, len(code))
             # struct sock_fprog: the number of instructions, then a pointer to them.
-            address = ctypes.addressof(self.instructions)
+            address = self.ctypes.addressof(self.instructions)
             self.filter = struct.pack("HxxxxxxQ", len(code) // 8, address)
 
     def call(self, *args):
-        words = [a if isinstance(a, bytes) else ctypes.c_long(a) for a in args]
-        return SYSCALL(*words)
+        words = [a if isinstance(a, bytes) else self.ctypes.c_long(a) for a in args]
+        return self.syscall(*words)
 
     def failed(self, step):
-        self.error = f"{step}: {os.strerror(ctypes.get_errno())}"
+        self.error = f"{step}: {os.strerror(self.ctypes.get_errno())}"
 
     def enter(self):
         """In the child: no_new_privs, the Landlock domain, the seccomp filter; or status 126."""
@@ -129,7 +144,7 @@ def plain_path(name, env):
             candidates.append(f"{folder}/{name}")
     for path in candidates:
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode) or not os.access(path, os.X_OK):
+            if not os.path.isfile(path) or not os.access(path, os.X_OK):
                 continue
             with open(path, "rb") as f:
                 head = f.read(4)
@@ -151,7 +166,7 @@ def child(argv, env, cwd, locked, plain, stdin, out):
         os.dup2(out, 1)
         os.dup2(out, 2)
         for sig in RESET:
-            signal.signal(sig, signal.SIG_DFL)
+            _signal.signal(sig, _signal.SIG_DFL)
         if cwd is not None:
             os.chdir(cwd)
         if locked is not None:
@@ -172,8 +187,10 @@ def child(argv, env, cwd, locked, plain, stdin, out):
 class Spawner:
     def __init__(self, sock):
         self.sock = sock
-        self.select = selectors.DefaultSelector()
-        self.select.register(sock, selectors.EVENT_READ, None)
+        self.poll = select.poll()
+        self.poll.register(sock.fileno(), select.POLLIN)
+        # pidfd -> pid, for the pidfds being polled.
+        self.pidfds = {}
         # pid -> pidfd while the process runs, None once it has exited (not yet reaped).
         self.children = {}
         # pids whose group kosmos is done with, reaped when their process exits.
@@ -182,27 +199,38 @@ class Spawner:
         self.locks = {}
 
     def send(self, **message):
-        with contextlib.suppress(OSError):  # kosmos is gone: its end of file comes next
-            self.sock.send(json.dumps(message).encode())
+        try:  # noqa: SIM105 (contextlib is not loaded: the spawner starts on builtins)
+            self.sock.send(marshal.dumps(message))
+        except OSError:
+            pass  # kosmos is gone: its end of file comes next
 
     def serve(self):
+        control = self.sock.fileno()
         while True:
-            for key, _ in self.select.select():
-                if key.data is None:
+            for fd, _ in self.poll.poll():
+                if fd == control:
                     if not self.message():
                         self.finish()
                         return
-                else:
-                    self.exited(key.data)
+                elif fd in self.pidfds:
+                    self.exited(self.pidfds[fd])
 
     def message(self):
-        data, fds, _, _ = socket.recv_fds(self.sock, 1 << 20, 2)
+        data, ancillary, _, _ = self.sock.recvmsg(1 << 20, FDS_SPACE)
+        fds = []
+        for level, kind, payload in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                whole = len(payload) - len(payload) % 4
+                fds += [
+                    int.from_bytes(payload[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, whole, 4)
+                ]
         if not data:
             for fd in fds:
                 os.close(fd)
             return False
         try:
-            msg = json.loads(data)
+            msg = marshal.loads(data)
             op = msg["op"]
             if op == "run":
                 self.run(msg, fds)
@@ -238,7 +266,8 @@ class Spawner:
             pidfd = None
         self.children[pid] = pidfd
         if pidfd is not None:
-            self.select.register(pidfd, selectors.EVENT_READ, pid)
+            self.pidfds[pidfd] = pid
+            self.poll.register(pidfd, select.POLLIN)
         self.send(op="started", id=msg["id"], pid=pid)
         if pidfd is None:  # no pidfd (it cannot be: the lock needs a newer kernel): wait here
             self.exited(pid, wait=True)
@@ -253,7 +282,8 @@ class Spawner:
             return
         pidfd = self.children.get(pid)
         if pidfd is not None:
-            self.select.unregister(pidfd)
+            self.poll.unregister(pidfd)
+            del self.pidfds[pidfd]
             os.close(pidfd)
         self.children[pid] = None
         self.send(op="exited", pid=pid, code=code_of(info) if info is not None else 255)
@@ -263,14 +293,16 @@ class Spawner:
     def signal(self, pid, sig):
         # Only a group whose leader is not reaped: its number is still its own.
         if pid in self.children:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105
                 os.killpg(pid, sig)
+            except OSError:
+                pass
 
     def end(self, pid):
         if pid not in self.children:
             return
-        self.signal(pid, signal.SIGTERM)
-        self.signal(pid, signal.SIGKILL)
+        self.signal(pid, SIGTERM)
+        self.signal(pid, SIGKILL)
         self.ended.add(pid)
         if self.children[pid] is None:
             self.reap(pid)
@@ -278,18 +310,20 @@ class Spawner:
     def reap(self, pid):
         self.ended.discard(pid)
         self.children.pop(pid, None)
-        with contextlib.suppress(ChildProcessError):
+        try:  # noqa: SIM105
             os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
     def finish(self):
         """kosmos is gone: end every group still known, then exit."""
         for pid in list(self.children):
-            self.signal(pid, signal.SIGTERM)
+            self.signal(pid, SIGTERM)
         deadline = time.monotonic() + GRACE_S
         while time.monotonic() < deadline and any(self.running()):
             time.sleep(0.02)
         for pid in list(self.children):
-            self.signal(pid, signal.SIGKILL)
+            self.signal(pid, SIGKILL)
             self.reap(pid)
 
     def running(self):
@@ -302,9 +336,9 @@ class Spawner:
 
 
 def main():
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)
-    sock = socket.socket(fileno=int(sys.argv[1]))
+    for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGPIPE):
+        _signal.signal(sig, _signal.SIG_IGN)
+    sock = _socket.socket(fileno=int(sys.argv[1]))
     os.set_inheritable(sock.fileno(), False)
     Spawner(sock).serve()
 
