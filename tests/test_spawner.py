@@ -29,13 +29,15 @@ pytestmark = pytest.mark.skipif(
 
 
 def alive(marker: str) -> list[str]:
-    """Live processes whose command line holds `marker` (zombies are not alive)."""
-    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
-    return [
-        line
-        for line in out.stdout.splitlines()
-        if marker in line and "ps -eo" not in line and line.split()[1][0] != "Z"
-    ]
+    """Live processes (zombies are not) whose command line is `marker`: the command's sleeps,
+    not the process whose arguments only hold it."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
+    found = []
+    for line in out.stdout.splitlines():
+        fields = line.split(None, 2)
+        if len(fields) == 3 and fields[1][0] != "Z" and fields[2].strip() == marker:
+            found.append(line)
+    return found
 
 
 def gone_within(marker: str, seconds: float) -> list[str]:
@@ -46,7 +48,7 @@ def gone_within(marker: str, seconds: float) -> list[str]:
 
 
 def children(pid: int) -> list[tuple[int, str]]:
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True)
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True)
     rows = [line.split(None, 1) for line in out.stdout.decode().splitlines()]
     return [(int(row[0]), row[1]) for row in rows if len(row) == 2]
 
