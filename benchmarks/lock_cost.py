@@ -4,8 +4,10 @@ Interleaved (so that load from elsewhere hits all alike), medians of `--repeat`,
 and, where the processes are this one's children, as their CPU time (user + system: what the
 lock itself costs, less swayed by other load on a shared machine than the wall clock):
 - the prelude alone: `sh -c true` against `perl -e PRELUDE SPEC sh -c true` (and python3's);
-- the local runner: `LocalRunner.run("true")` without a lock, with the perl prelude, and with
-  the python3 one (a PATH without perl);
+- the local runner: `LocalRunner.run("true")` without a lock and inside it, as it runs them
+  (from the spawner, hosts/spawner.py), and as it runs them where no spawner can run: in the sh
+  wrapper, with the perl prelude, with the python3 one (a PATH without perl). Wall time only:
+  the spawner's commands are its children, not this process's;
 - the SSH runner to Debian's sshd on loopback (needs root; it starts one as the tests do):
   `SSHRunner.run("true")` without and with the lock (perl), on one reused connection;
 - on both, a program as plain words inside the lock, which the perl prelude execs itself
@@ -40,6 +42,14 @@ COMMAND = "true"
 
 
 Timing = tuple[float, float]  # (wall, CPU of the children) in seconds
+
+
+class Unspawned(LocalRunner):
+    """The local runner as it runs where no spawner can (off Linux): each command in the sh
+    wrapper, or in the perl prelude that is its own wrapper inside the lock."""
+
+    def _spawns(self) -> bool:
+        return False
 
 
 def _children_cpu() -> float:
@@ -126,14 +136,24 @@ async def local_and_ssh(repeat: int, tmp: Path) -> None:
         for name, case in spawn.items():
             times[name].append(case())
     _report(f"the prelude alone, median of {repeat}", times)
+    wrapped = Unspawned(cwd=tmp)
+    wrapped_py = Unspawned(cwd=tmp, env={**os.environ, "PATH": python_path})
+    for unspawned in (wrapped, wrapped_py):
+        await unspawned.learn_host(timeout=30)
     local = {
         "LocalRunner.run, no lock": _run(plain, None),
-        "LocalRunner.run, locked (perl)": _run(plain, Lock()),
-        "LocalRunner.run, locked (python3)": _run(py, Lock()),
+        "LocalRunner.run, locked": _run(plain, Lock()),
         "LocalRunner.run, locked, `hostname;`": _run(plain, Lock(), "hostname;"),
         "LocalRunner.run, locked, `hostname`": _run(plain, Lock(), "hostname"),
+        "no spawner: no lock (sh wrapper)": _run(wrapped, None),
+        "no spawner: locked (perl prelude)": _run(wrapped, Lock()),
+        "no spawner: locked (python3 prelude)": _run(wrapped_py, Lock()),
+        "no spawner: locked, `hostname`": _run(wrapped, Lock(), "hostname"),
     }
-    _report(f"kosmos's local runner, median of {repeat}", await _interleaved(local, repeat))
+    times = await _interleaved(local, repeat)
+    _report(f"kosmos's local runner, median of {repeat}", times, cpu=False)
+    for each in (plain, py, wrapped, wrapped_py):
+        await each.close()
     await ssh(repeat, tmp)
 
 
