@@ -194,9 +194,10 @@ class LocalRunner:
         kit = self.host_lock
         start = time.monotonic()
         words = kit.words(lock, self.shell_path)
-        if self._spawns():
-            # The spawner starts it (inside the lock, entered between fork and exec, where the
-            # lock's words say so) and watches its group itself.
+        if words is not None and self._spawns():
+            # The spawner enters the lock between fork and exec and watches the group itself.
+            # (A command without the lock starts as fast from the wrapper script: the
+            # spawner's own round trip and fork cost what the script's shell does.)
             child: _Child = await self._spawned(command, words, stdin)
         else:
             child = await self._process(self._wrapped(command, lock, stdin is not None))
@@ -287,8 +288,8 @@ class LocalRunner:
         ]
 
     def _spawns(self) -> bool:
-        """Commands start from the spawner (hosts/spawner.py) where this machine can run one
-        (Linux): started with the first of them, and again if it ended."""
+        """Locked commands start from the spawner (hosts/spawner.py) where this machine can
+        run one (Linux): started with the first of them, and again if it ended."""
         if self._spawner is not None and self._spawner.usable:
             return True
         if self._spawner is not None:

@@ -1,10 +1,12 @@
 """kosmos's end of the local spawner (prelude/spawn.py): one process, started once, that starts
-this machine's commands and keeps nothing of them behind, even when kosmos is killed.
+this machine's commands that run inside the kernel lock, and keeps nothing of them behind, even
+when kosmos is killed.
 
-Without it, each command on `local` started a shell around it that forked a watcher, and one
-inside the kernel lock started perl, which compiled the lock's prelude, forked the watcher twice
-and exec'd the shell: some 7 ms of a step. The spawner forks, enters the lock in the child where
-asked and execs the shell; it watches every command's group from outside the lock.
+Without it, each locked command on `local` started perl, which compiled the lock's prelude,
+forked a watcher twice and exec'd the shell: some 4 ms of a command. The spawner forks, enters
+the lock in the child and execs the shell; it watches every command's group from outside the
+lock. (A command without the lock gains nothing from it: the wrapper script it starts in costs
+what the spawner's round trip and fork do.)
 """
 
 from __future__ import annotations
