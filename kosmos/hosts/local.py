@@ -303,12 +303,12 @@ class LocalRunner:
             return False
         return True
 
-    async def _spawned(self, command: str, words: list[str] | None, stdin: bytes | None) -> _Child:
-        """Start `command` from the spawner: inside the lock that `words` set, if any."""
+    async def _spawned(self, command: str, words: list[str], stdin: bytes | None) -> _Child:
+        """Start `command` from the spawner, inside the lock that `words` set."""
         spawner = self._spawner
         assert spawner is not None
         # words: [interpreter ..., SPEC, SHELL, "-c"]: the spawner enters the lock itself.
-        spec, shell = (words[-3], words[-2]) if words is not None else (None, self.shell_path)
+        spec, shell = words[-3], words[-2]
         if self.cwd is not None:
             # A working folder that is gone is kosmos's fault, not the command's: raised here,
             # as starting a process there raises it, rather than the child's status 126.

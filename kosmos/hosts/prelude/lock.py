@@ -11,8 +11,8 @@ import struct
 import sys
 
 
-def main(argv):
-    spec, program = argv[1], argv[2:]
+def parse(spec):
+    """SPEC's items: the single ones by key, and the `path=` and `port=` rules in order."""
     one, paths, ports = {}, [], []
     for item in spec.split():
         key, _, value = item.partition("=")
@@ -22,6 +22,12 @@ def main(argv):
             ports.append(value)
         else:
             one[key] = value
+    return one, paths, ports
+
+
+def main(argv):
+    spec, program = argv[1], argv[2:]
+    one, paths, ports = parse(spec)
     probe = bool(one.get("probe"))
     report = []
     libc = ctypes.CDLL(None, use_errno=True)

@@ -78,15 +78,7 @@ class Locked:
         self.error = None
         self.ruleset = None
         self.filter = None
-        one, paths, ports = {}, [], []
-        for item in spec.split():
-            key, _, value = item.partition("=")
-            if key == "path":
-                paths.append(value)
-            elif key == "port":
-                ports.append(value)
-            else:
-                one[key] = value
+        one, paths, ports = lock.parse(spec)
         self.prctl = int(one["prctl"])
         if "ruleset" in one:
             self.ruleset = lock.ruleset(one, paths, ports, self.call, self.failed)
