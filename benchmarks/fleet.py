@@ -334,6 +334,9 @@ def llm_server() -> object:
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
+        # A session of its own: the stand-in for a remote endpoint does not share the
+        # scheduler's group (autogroup) of the process that started it, kosmos's side.
+        start_new_session=True,
     )
     try:
         assert proc.stdout is not None

@@ -16,8 +16,9 @@ request at once: `[CMD] hostname`, `[CMD] uptime`, `[CMD] df -P /`, then `[DONE]
 
 Printed for each size, each figure beside its aim: time to done (TUI: from the start key to
 the summary on screen; headless: the fleet's own duration), key latency while busy (p50, p95,
-max; and how much of each key's wait was the screen's thread's own CPU, the rest being the
-process waiting for a core), the TUI's CPU use while idle after the run, `knowledge_timeout`
+max; how much of each key's wait was the screen's thread's own CPU; and, for the five
+slowest, that CPU, the time the thread was runnable but waiting for a core (the kernel's
+schedstat) and the rest, asleep), the TUI's CPU use while idle after the run, `knowledge_timeout`
 notices in each side's transcripts, and peak RSS (the TUI's two processes, the screen's and
 the fleet's, summed).
 
@@ -25,7 +26,9 @@ the fleet's, summed).
 core and everything else (kosmos on both sides, the LLM) on the others: the hosts' work then
 no longer takes the controller's cores, as on a real fleet, where it runs on the hosts. On a
 shared loopback, a hundred sessions at once each get the scheduler's share (each is a session
-and, with autogroup, a group of its own), and the screen's process waits for a core.
+and, with autogroup, a group of its own), and the screen's process waits for a core. The
+scripted LLM runs in a session of its own too, as a remote endpoint would: it does not share
+the scheduler's group of the terminal kosmos runs in.
 
     sudo python benchmarks/tui_fleet.py [--sizes 100,500,1000] [--forks 100] [--split-cores]
     sudo python benchmarks/tui_fleet.py --sizes 500 --profile /tmp/tui.prof   # cProfile, the
@@ -62,6 +65,14 @@ from tests.tuihelpers import running_timers  # noqa: E402
 SIZE = (200, 50)
 KEY_EVERY = 0.1  # seconds between two probe keys
 IDLE_S = 5.0  # how long the idle CPU is measured after the run
+
+
+def _run_delay() -> float:
+    """How long this thread has waited for a core, runnable (the kernel's schedstat), in s."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 # -- the TUI side, in a child process ---------------------------------------------------------
@@ -104,7 +115,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         """The app, each frame rendered to terminal bytes; the probe's key is timed to the
         first frame that shows the table's cursor on the row it asked for."""
 
-        wanted: tuple[int, asyncio.Future[float]] | None = None
+        wanted: tuple[int, asyncio.Future[tuple[float, float, float]]] | None = None
 
         def _display(self, screen: Any, renderable: Any) -> None:
             super()._display(screen, renderable)
@@ -118,7 +129,8 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 return
             table = screen.table
             if table.is_mounted and table.cursor_row == wanted[0]:
-                wanted[1].set_result(time.perf_counter())
+                # When, and the screen's thread's CPU and wait for a core so far.
+                wanted[1].set_result((time.perf_counter(), time.thread_time(), _run_delay()))
 
     from kosmos.heap import settle
 
@@ -126,6 +138,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     settle()  # as `kosmos tui` does before its app starts
     latencies: list[float] = []
     key_cpu: list[float] = []
+    key_queued: list[float] = []
     figures: dict[str, Any] = {}
     profiler = _start_profile(profile)
     async with app.run_test(size=SIZE) as pilot:
@@ -177,16 +190,18 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 elif row >= table.row_count - 1:
                     down = False
                 want = row + (1 if down else -1)
-                shown: asyncio.Future[float] = loop.create_future()
+                shown: asyncio.Future[tuple[float, float, float]] = loop.create_future()
                 app.wanted = (want, shown)
-                sent, cpu = time.perf_counter(), time.thread_time()
+                sent, cpu, queued = time.perf_counter(), time.thread_time(), _run_delay()
                 app.post_message(events.Key("down" if down else "up", None))
                 while not done():
                     try:
-                        latencies.append(await asyncio.wait_for(asyncio.shield(shown), 0.05) - sent)
-                        # The screen's thread's own CPU while the key waited: the rest of the
-                        # wait was the process waiting for a core.
-                        key_cpu.append(time.thread_time() - cpu)
+                        at, cpu_at, queued_at = await asyncio.wait_for(asyncio.shield(shown), 0.05)
+                        latencies.append(at - sent)
+                        # The key's wait: the screen's thread's own CPU, its time runnable
+                        # but waiting for a core, and the rest (asleep: nothing to do).
+                        key_cpu.append(cpu_at - cpu)
+                        key_queued.append(queued_at - queued)
                         break
                     except TimeoutError:
                         pass
@@ -232,6 +247,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         await pilot.press("ctrl+w")
     figures["latencies"] = latencies
     figures["key_cpu"] = key_cpu
+    figures["key_queued"] = key_queued
     figures["run_dir"] = str(run_dir)
     # The screen's process and the fleet's: the sum of their peaks, as two processes hold
     # both at once. The fleet's is its own high-water mark, read while it lived: the children's
@@ -451,7 +467,18 @@ def report(
         print(
             f"                    the screen's own CPU in each key's wait: p50 "
             f"{statistics.median(cpu):.0f} ms, p95 {percentile(cpu, 0.95):.0f} ms, max "
-            f"{max(cpu):.0f} ms (the rest: waiting for a core)"
+            f"{max(cpu):.0f} ms"
+        )
+    if mine.get("key_queued"):
+        keys = zip(mine["latencies"], mine["key_cpu"], mine["key_queued"], strict=False)
+        slowest = sorted(keys, reverse=True)[:5]
+        print(
+            "                    the 5 slowest, ms (whole = the screen's CPU + waiting for a "
+            "core + asleep): "
+            + ", ".join(
+                f"{w * 1e3:.0f} = {c * 1e3:.0f} + {q * 1e3:.0f} + {(w - c - q) * 1e3:.0f}"
+                for w, c, q in slowest
+            )
         )
     print(
         f"  idle CPU after    {idle:.1f} % over {IDLE_S:g} s, timers left running: "
@@ -544,7 +571,7 @@ def main() -> None:
                 if ref and mine:
                     report(n, ref, mine, locked)
                 else:
-                    lists = ("latencies", "key_cpu")
+                    lists = ("latencies", "key_cpu", "key_queued")
                     shown = ref or {k: v for k, v in (mine or {}).items() if k not in lists}
                     if mine and mine["latencies"]:
                         lat = [x * 1000 for x in mine["latencies"]]
