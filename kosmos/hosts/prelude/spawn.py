@@ -1,8 +1,8 @@
 """kosmos's local spawner: run as `python -I -S THIS FD`, once per local host of a run.
 
 It starts the local host's commands, inside the kernel lock where asked, and keeps nothing of
-them behind. FD is its end of a SOCK_SEQPACKET socket pair with kosmos, which sends one JSON object
-a message (marshal's format):
+them behind. FD is its end of a SOCK_SEQPACKET socket pair with kosmos, which sends one dict a
+message, in marshal's format:
 
   {"op": "run", "id": N, "argv": [...], "env": {...}, "cwd": DIR|null, "spec": SPEC,
    "plain": BOOL}
