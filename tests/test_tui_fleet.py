@@ -17,6 +17,7 @@ from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.fleet_approval import FleetSummary
 from kosmos.tui.widgets.run_view import RunView
+from kosmos.tui.widgets.step_head import StepHead
 from kosmos.tui.widgets.steps import DoneCard
 from tests.conftest import run_cli
 from tests.fleethelpers import Hosts, host_dirs, scripted
@@ -210,8 +211,8 @@ async def test_a_dangerous_command_is_asked_per_host_with_its_name(
         # Refused by the engine on the first host; run on the second, whose name was typed.
         refused = (await shown(pilot, screen, first)).cmd_steps[1]
         assert f"'{second}' was typed" in str(refused.query_one("#error").render())
-        assert str(refused.query_one("#state").render()) == "refused"
-        ran = str((await shown(pilot, screen, second)).cmd_steps[1].query_one("#state").render())
+        assert refused.query_one(StepHead).state == "refused"
+        ran = str((await shown(pilot, screen, second)).cmd_steps[1].head.state)
         assert ran.startswith("exit "), ran
 
 

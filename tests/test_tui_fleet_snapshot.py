@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Label, Static
+from textual.widgets import Static
 
+from kosmos.tui.widgets.step_head import StepHead
 from tests.llmserver import ScriptedLLM
 from tests.test_tui_fleet import fleet_app, fleet_done, start_fleet, waiting_on
 from tests.tuihelpers import until
@@ -38,7 +39,7 @@ def _mask(pilot: Pilot) -> None:
     for view in [screen.view]:
         view.query_one("#run-title", Static).update(view.run_title)
         for step in view.query(".cmd-step"):
-            step.query_one("#state", Label).update("exit 0 · 0.0 s · 3 B")
+            step.query_one(StepHead).set_state("exit 0 · 0.0 s · 3 B", "ok")
         for stats in view.query(".done-card .stats"):
             if "duration" in str(stats.render()):
                 stats.update("steps: 2 · duration: 0.0 s · commands run: 1 · exit code: 0")

@@ -9,6 +9,7 @@ from textual.widgets import Input
 
 from kosmos.transcript import read_transcript
 from kosmos.tui.widgets.command import CmdStep
+from kosmos.tui.widgets.step_head import StepHead
 from kosmos.tui.widgets.steps import AskStep, DoneCard, ErrorCard, MessageStep, Thinking
 from tests.llmserver import Hang, ScriptedLLM, Status
 from tests.tuihelpers import (
@@ -84,7 +85,7 @@ async def test_ask_required_optional_and_message(llm: ScriptedLLM, home: Path) -
         await until(pilot, finished(app), "the run's end")
         view = front_view(app)
         assert not view.asks[1].awaiting and not view.asks[2].awaiting
-        assert "skipped" in str(view.asks[2].query_one("#state").render())
+        assert "skipped" in view.asks[2].query_one(StepHead).state
         assert view.query_one(MessageStep).text == "Port **ok**"
         assert len(view.query(AskStep)) == 2
     users = [r.last_user_text for r in llm.requests]
@@ -137,7 +138,7 @@ async def test_stop_key_ends_a_hanging_command(llm: ScriptedLLM, home: Path) -> 
         )
         await pilot.press("ctrl+c")
         await until(pilot, finished(app), "the run's end")
-        assert "stopped after" in str(view.cmd_steps[1].query_one("#state").render())
+        assert "stopped after" in view.cmd_steps[1].head.state
     assert "never" not in llm.requests[1].last_user_text
     assert "started" in llm.requests[1].last_user_text
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Label
+from textual.widgets import Input
 
+from kosmos.tui.widgets.step_head import StepHead
 from tests.llmserver import ScriptedLLM
 from tests.tuihelpers import awaiting_step, finished, make_app, until
 
@@ -56,9 +57,9 @@ def _mask_times(pilot: Pilot) -> None:
     """Durations differ run to run: show fixed ones in their place."""
     main = pilot.app.main
     for step in main.query(".cmd-step"):
-        state = step.query_one("#state", Label)
-        if "exit" in str(state.render()):
-            state.update("exit 0 · 0.0 s · 6 B")
+        head = step.query_one(StepHead)
+        if "exit" in head.state:
+            head.set_state("exit 0 · 0.0 s · 6 B", "ok")
     for stats in main.query(".done-card .stats"):
         if "duration" in str(stats.render()):
             stats.update("steps: 3 · duration: 0.0 s · commands run: 1 · exit code: 0")

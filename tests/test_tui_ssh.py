@@ -95,7 +95,7 @@ async def test_stop_key_ends_the_remote_process_tree(
         assert processes_running("sleep 4713.5")
         await pilot.press("ctrl+c")
         await until(pilot, finished(app), "the run's end")
-        assert "stopped after" in str(view.cmd_steps[1].query_one("#state").render())
+        assert "stopped after" in view.cmd_steps[1].head.state
         await until(pilot, lambda: not processes_running("sleep 4713.5"), "the sleep gone")
     assert "never" not in llm.requests[1].last_user_text
 

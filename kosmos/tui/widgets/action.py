@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Static
 
 from kosmos.engine.guard import visible
 from kosmos.engine.operator import Approval, CommandProposal
@@ -13,6 +13,7 @@ from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import Directive, FileRead, MemoryAction
 from kosmos.tui.messages import Decided
 from kosmos.tui.widgets.command import _size
+from kosmos.tui.widgets.step_head import StepHead
 
 # Lines of a note's text shown under a [STORE] / [APPEND_MEMORY].
 PREVIEW_LINES = 6
@@ -44,12 +45,11 @@ class ActionStep(Vertical):
         self.proposal: CommandProposal | None = None
         self.awaiting = False
         self.state = "proposed"
+        self.head = StepHead(f"{ACTION_TAGS[directive.kind]} step {directive.step}")
 
     def compose(self) -> ComposeResult:
         d = self.directive
-        with Horizontal(classes="step-head"):
-            yield Label(f"{ACTION_TAGS[d.kind]} step {d.step}", classes="tag", markup=False)
-            yield Label("", classes="state", id="state")
+        yield self.head
         if d.text:
             yield Static(visible(d.text), classes="target", id="target", markup=False)
         lines = d.content.splitlines()
@@ -101,10 +101,7 @@ class ActionStep(Vertical):
 
     def _set_state(self, text: str, css: str) -> None:
         self.state = css
-        label = self.query_one("#state", Label)
-        label.update(text)
-        for name in ("awaiting", "ok", "failed", "skipped"):
-            label.set_class(name == css, name)
+        self.head.set_state(text, css)
 
     # -- the operator's word ----------------------------------------------------------------
 

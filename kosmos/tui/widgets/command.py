@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Static
 
 from kosmos.engine.guard import visible
 from kosmos.engine.operator import Approval, CommandProposal
@@ -18,6 +18,7 @@ from kosmos.events import CommandFinished
 from kosmos.tui.messages import Decided
 from kosmos.tui.output import LINE_END
 from kosmos.tui.widgets.output_log import OutputLog
+from kosmos.tui.widgets.step_head import StepHead
 
 # Lines the output area keeps; older ones scroll away (the transcript keeps head and tail).
 LOG_LINES = 500
@@ -66,11 +67,10 @@ class CmdStep(Vertical):
         self._after_cr = False
         # What a dangerous command's host-name confirmation approves (the command or its edit).
         self._confirmed = Approval.run()
+        self.head = StepHead(f"[CMD] step {step}", "proposed")
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="step-head"):
-            yield Label(f"[CMD] step {self.step}", classes="tag", markup=False)
-            yield Label("proposed", classes="state", id="state")
+        yield self.head
         yield Static(command_syntax(self.command), classes="command", id="command")
         # The risk line, Run / Skip / Edit and the two inputs come with the step's first
         # request (`_controls`), the error line with its first error (`_say`): most steps a
@@ -175,7 +175,7 @@ class CmdStep(Vertical):
 
     def _tick(self) -> None:
         elapsed = time.monotonic() - self._started
-        self.query_one("#state", Label).update(f"running {elapsed:.1f} s")
+        self.head.set_state(f"running {elapsed:.1f} s", "running")
 
     def write(self, text: str) -> None:
         """Append output as it came: blank lines, leading blanks, a line not ended yet.
@@ -212,10 +212,7 @@ class CmdStep(Vertical):
 
     def _set_state(self, text: str, css: str) -> None:
         self.state = css
-        label = self.query_one("#state", Label)
-        label.update(text)
-        for name in ("awaiting", "running", "ok", "failed", "skipped"):
-            label.set_class(name == css, name)
+        self.head.set_state(text, css)
 
     # -- the operator's decisions -----------------------------------------------------------
 

@@ -15,6 +15,7 @@ from kosmos.engine.operator import Question
 from kosmos.events import RunFinished
 from kosmos.tui.messages import Decided
 from kosmos.tui.paths import shown_path
+from kosmos.tui.widgets.step_head import StepHead
 
 STATUS_TITLES = {
     "done": "Done",
@@ -38,9 +39,7 @@ class AskStep(Vertical):
 
     def compose(self) -> ComposeResult:
         tag = "[ASK]" if self.question.required else "[ASK:optional]"
-        with Horizontal(classes="step-head"):
-            yield Label(f"{tag} step {self.question.step}", classes="tag", markup=False)
-            yield Label("awaiting answer", classes="state awaiting", id="state")
+        yield StepHead(f"{tag} step {self.question.step}", "awaiting answer", "awaiting")
         yield Static(visible(self.question.text), classes="question", markup=False)
         hint = "type an answer, enter submits" + (
             "" if self.question.required else "; escape or an empty answer skips"
@@ -79,11 +78,9 @@ class AskStep(Vertical):
     def answered(self, answer: str | None) -> None:
         self.awaiting = False
         self.query_one("#error", Static).update("")
-        label = self.query_one("#state", Label)
-        label.set_class(False, "awaiting")
         skipped = answer is None or not answer.strip()
-        label.update("skipped" if skipped else "answered")
-        label.add_class("skipped" if skipped else "ok")
+        head = self.query_one(StepHead)
+        head.set_state(*(("skipped", "skipped") if skipped else ("answered", "ok")))
         answer_input = self.query_one("#answer", Input)
         text = "(no answer)" if skipped else f"→ {visible(answer or '')}"
         shown = Static(text, classes="answer", markup=False)
