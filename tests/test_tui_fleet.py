@@ -242,6 +242,43 @@ async def test_one_answer_for_every_host_asking(llm: ScriptedLLM, home: Path) ->
     assert len(answers) == 3 and all(a.startswith("User response: 8080") for a in answers)
 
 
+async def test_a_view_takes_the_focus_only_when_opened_or_asking(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    names = ["web1", "web2", "web3"]
+    llm.default = scripted(["[CMD] echo ok", "[DONE] fine"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        await until(pilot, waiting_on(app, "echo ok", 3), "echo waiting on 3 hosts")
+        await pilot.press("A")
+        await until(pilot, fleet_done(app), "the summary")
+        screen = fleet_screen(app)
+        table = screen.table
+        table.focus()
+        await pilot.pause()
+
+        def built(host: str):
+            return lambda: screen.shown_host == host and screen.view.result is not None
+
+        # Shown for a question answered meanwhile: the view waits on nothing, the table
+        # keeps the focus (focusing a view restyles every step in it).
+        screen.show_host("web2", focus="pending")
+        await until(pilot, built("web2"), "web2's view")
+        await pilot.pause()
+        assert app.focused is table
+        # Opened (enter on its row): the view takes the focus.
+        table.move_cursor(row=2)
+        await pilot.press("enter")
+        await until(pilot, built("web3"), "web3's view")
+        await until(pilot, lambda: app.focused is screen.view, "web3's view focused")
+        # The focus is in the view that goes: the next view takes it, it is not lost.
+        screen.show_host("web1", focus="pending")
+        await until(pilot, built("web1"), "web1's view")
+        await until(pilot, lambda: app.focused is screen.view, "web1's view focused")
+
+
 async def test_hosts_marked_in_the_sidebar_by_key_and_by_glob(llm: ScriptedLLM, home: Path) -> None:
     names = ["web1", "web2", "db1"]
     llm.default = scripted(["[DONE] nothing to do"])

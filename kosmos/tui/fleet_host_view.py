@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable
+from typing import Literal
 
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -20,6 +21,12 @@ from kosmos.tui.widgets.run_view import RunView
 
 # Frames are held back for a view being built at most this long (seconds).
 HOLD_AT_MOST_S = 1.0
+
+# What a view takes the focus for once shown: nothing; what its run waits on, if it still
+# waits on something then (a host that asked, whose question may be answered meanwhile); or
+# the view itself where it waits on nothing (the operator opened it).
+Focus = Literal["", "pending", "view"]
+_RANK = {"": 0, "pending": 1, "view": 2}
 
 
 class HostView:
@@ -38,8 +45,8 @@ class HostView:
         self._on_shown = on_shown
         self.view: RunView | None = None
         self.host: str | None = None
-        # The view being built (hidden), its host, and whether it takes the focus when shown.
-        self._coming: tuple[RunView, str, bool] | None = None
+        # The view being built (hidden), its host, and what it takes the focus for when shown.
+        self._coming: tuple[RunView, str, Focus] | None = None
         self._ids = itertools.count(1)
         # Frames held back while a view is built (each mount of its steps would make one).
         self._held = contextlib.ExitStack()
@@ -50,24 +57,23 @@ class HostView:
         """The host whose view is being built, if one is."""
         return self._coming[1] if self._coming is not None else None
 
-    def show(self, host: str, *, focus: bool = False) -> None:
-        """Show `host`'s run (built now, shown once it has caught up); focus what it waits on
-        if `focus`."""
+    def show(self, host: str, *, focus: Focus = "") -> None:
+        """Show `host`'s run (built now, shown once it has caught up), then focus as `focus`
+        says."""
         feed = self.feeds.get(host)
         if feed is None:
             return
         if self._coming is not None:
             view, coming, wants_focus = self._coming
             if coming == host:
-                self._coming = (view, coming, wants_focus or focus)
+                self._coming = (view, coming, max(wants_focus, focus, key=_RANK.__getitem__))
                 return
             # Another host was asked for meanwhile: that one is not shown after all.
             self.feeds[coming].detach()
             view.remove()
             self._coming = None
         if host == self.host and self.view is not None and feed.view is self.view:
-            if focus:
-                self._focus(self.view)
+            self._focus(self.view, focus)
             return
         if self.host is not None:
             self.feeds[self.host].detach()  # its view stays on screen until the next is ready
@@ -90,13 +96,16 @@ class HostView:
         _, host, focus = self._coming
         self._coming = None
         self._release()
-        if self.view is not None:
-            self.view.remove()
+        old = self.view
+        if old is not None:
+            focused = old.app.focused
+            if focus == "pending" and focused is not None and old in focused.ancestors_with_self:
+                focus = "view"  # the focus is in the view that goes: it goes to this one
+            old.remove()
         view.display = True
         self.view, self.host = view, host
         view.call_after_refresh(view.scroll_end, animate=False)
-        if focus:
-            self._focus(view)
+        self._focus(view, focus)
         self._on_shown()
 
     def close(self) -> None:
@@ -112,10 +121,12 @@ class HostView:
         self._held.close()
 
     @staticmethod
-    def _focus(view: RunView) -> None:
+    def _focus(view: RunView, focus: Focus) -> None:
         # What the run waits on takes the focus; the view itself only when it waits on
-        # nothing. Focusing the view first would restyle all its steps twice (focus, blur).
-        if view.pending is None:
-            view.focus()
-        else:
+        # nothing and was opened. Focusing a view restyles every step in it (a host's view
+        # has dozens): a view that comes up for a question answered meanwhile leaves the
+        # focus where it is.
+        if view.pending is not None and focus:
             view.call_after_refresh(view.focus_pending)
+        elif focus == "view":
+            view.focus()

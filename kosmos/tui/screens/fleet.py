@@ -31,7 +31,7 @@ from kosmos.hosts.runner import Runner
 from kosmos.runs.fleet import fleet_run_dir
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_feed import HostFeed
-from kosmos.tui.fleet_host_view import HostView
+from kosmos.tui.fleet_host_view import Focus, HostView
 from kosmos.tui.fleet_process import FleetProcess, Gone, Outbox
 from kosmos.tui.fleet_wire import (
     ROWS_S,
@@ -287,17 +287,17 @@ class FleetScreen(Screen[None]):
     def _waiting(self, request: ApprovalRequest | AnswerRequest | str | None) -> None:
         if isinstance(request, str):
             # A host's error card waits on Retry: show that host.
-            self.show_host(request, focus=True)
+            self.show_host(request, focus="pending")
         elif isinstance(request, AnswerRequest):
             # The hosts asking it, as the fleet last sent them.
             record, sent = self.controller, request.waiting
             self.bar.ask(replace(request, waiting=lambda: (record and record.asking) or sent()))
-            self.show_host(request.host, focus=True)
+            self.show_host(request.host, focus="pending")
         else:
             self.bar.show(request, self._waiting_hosts(request) if request else ())
             if request is not None:
                 # The asking host's run view comes up, its command step focused.
-                self.show_host(request.proposal.host, focus=True)
+                self.show_host(request.proposal.host, focus="pending")
         self._refresh_keys()
 
     @property
@@ -388,9 +388,9 @@ class FleetScreen(Screen[None]):
     def shown_host(self) -> str | None:
         return self.host_view.host
 
-    def show_host(self, host: str, *, focus: bool = False) -> None:
-        """Show `host`'s run under the table (built from its events), and focus what it waits
-        on if asked to."""
+    def show_host(self, host: str, *, focus: Focus = "") -> None:
+        """Show `host`'s run under the table (built from its events), then focus as `focus`
+        says (fleet_host_view.Focus)."""
         if self._show_timer is not None:
             self._show_timer.stop()
             self._show_timer = None
@@ -410,7 +410,7 @@ class FleetScreen(Screen[None]):
 
     @on(FleetTable.Selected)
     def _row_selected(self, message: FleetTable.Selected) -> None:
-        self.show_host(message.host, focus=True)
+        self.show_host(message.host, focus="view")
 
     # -- keys -----------------------------------------------------------------------------
 
@@ -441,7 +441,7 @@ class FleetScreen(Screen[None]):
     def action_open_host(self) -> None:
         host = self.table.highlighted_host
         if host is not None:
-            self.show_host(host, focus=True)
+            self.show_host(host, focus="view")
 
     def action_focus_table(self) -> None:
         self.table.focus()
