@@ -1,5 +1,6 @@
 """A step's first line (StepHead): its tag and state in one widget, each state in its colour,
-a new state repainted without laying the screen out again."""
+a new state repainted without laying the screen out again; a step's output area, with
+scrollbars only where the output outgrows it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 
 import kosmos.tui.app
+from kosmos.tui.widgets.command import CmdStep
+from kosmos.tui.widgets.output_log import OutputLog
 from kosmos.tui.widgets.step_head import StepHead
 
 CSS = (Path(kosmos.tui.app.__file__).parent / "kosmos.tcss").read_text()
@@ -60,3 +63,35 @@ async def test_a_new_state_repaints_the_line_and_lays_nothing_out() -> None:
         assert app.screen.query_one(StepHead).region.height == 1
         assert (head._layout_updates, app.screen._layout_updates) == before
         assert head.render().plain.endswith("running 4.0 s")
+
+
+class Steps(App[None]):
+    CSS = CSS
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="box")
+
+
+async def test_output_shows_scrollbars_only_when_it_outgrows_its_area() -> None:
+    app = Steps()
+    async with app.run_test(size=(100, 50)) as pilot:
+        short, long_, wide = CmdStep(1, "hostname"), CmdStep(2, "seq 40"), CmdStep(3, "wide")
+        await app.query_one("#box").mount_all([short, long_, wide])
+        for step, text in (
+            (short, "web1\nup 3 days\n"),
+            (long_, "".join(f"{n}\n" for n in range(1, 41))),
+            (wide, "x" * 300 + "\n"),
+        ):
+            step.started()
+            step.write(text)
+        await pilot.pause()
+        await pilot.pause()
+        logs = [step.query_one("#output", OutputLog) for step in (short, long_, wide)]
+        # A short output: its lines and nothing more, no scrollbar beside or under them.
+        assert logs[0].region.height == 2
+        assert not logs[0].show_vertical_scrollbar and not logs[0].show_horizontal_scrollbar
+        # Forty lines: the area stops at 16 rows and scrolls.
+        assert logs[1].region.height == 16 and logs[1].show_vertical_scrollbar
+        assert not logs[1].show_horizontal_scrollbar
+        # A line wider than the area: a horizontal scrollbar under it.
+        assert logs[2].show_horizontal_scrollbar and not logs[2].show_vertical_scrollbar
