@@ -279,6 +279,44 @@ async def test_a_view_takes_the_focus_only_when_opened_or_asking(
         await until(pilot, lambda: app.focused is screen.view, "web1's view focused")
 
 
+async def test_a_key_is_drawn_while_a_hosts_view_is_being_built(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    names = ["web1", "web2", "web3"]
+    llm.default = scripted([*(f"[CMD] echo {n}" for n in range(1, 13)), "[DONE] fine"])
+    app = fleet_app(llm, home, names)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
+        await start_fleet(pilot, app)
+        for n in range(1, 13):
+            await until(pilot, waiting_on(app, f"echo {n}", 3), f"echo {n} asked")
+            await pilot.press("A")
+        await until(pilot, fleet_done(app), "the summary", limit=60)
+        screen = fleet_screen(app)
+        table = screen.table
+        table.focus()
+        await pilot.pause()
+        # Each frame the terminal would get: the table's cursor row, and the view being built.
+        frames: list[tuple[int, str | None]] = []
+        display = app._display
+
+        def drawn(on: object, update: object) -> None:
+            display(on, update)  # type: ignore[arg-type]
+            if update is not None and not app._batch_count:
+                frames.append((table.cursor_row, screen.host_view.coming))
+
+        app._display = drawn  # type: ignore[method-assign]
+        # A host's view, 12 steps, is built with frames held; the cursor moves meanwhile.
+        host = next(n for n in names if n != screen.shown_host)
+        row = next(r for r in range(len(names)) if r != table.cursor_row)
+        screen.show_host(host)
+        assert screen.host_view.coming == host
+        table.move_cursor(row=row)
+        await until(pilot, lambda: screen.shown_host == host, f"{host}'s view shown")
+        # The cursor's new row was drawn before the build ended, not after it.
+        assert (row, host) in frames, frames
+
+
 async def test_hosts_marked_in_the_sidebar_by_key_and_by_glob(llm: ScriptedLLM, home: Path) -> None:
     names = ["web1", "web2", "db1"]
     llm.default = scripted(["[DONE] nothing to do"])

@@ -108,6 +108,19 @@ class HostView:
         self._focus(view, focus)
         self._on_shown()
 
+    def let_a_frame_through(self) -> None:
+        """A key changed the screen while a view is being built: draw one frame for it now,
+        then hold frames again until the build ends (a key waits for no build)."""
+        if self._hold_timer is None or self._coming is None:
+            return
+        self._held.close()
+        box = self._box()
+        box.call_after_refresh(self._hold_again, self._coming[0])
+
+    def _hold_again(self, view: RunView) -> None:
+        if self._hold_timer is not None and self._coming is not None and self._coming[0] is view:
+            self._held.enter_context(view.app.batch_update())
+
     def close(self) -> None:
         """The screen goes: frames held back for a view being built are let go."""
         self._coming = None

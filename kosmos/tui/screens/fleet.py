@@ -400,6 +400,7 @@ class FleetScreen(Screen[None]):
     def _row_highlighted(self, message: FleetTable.Highlighted) -> None:
         if not self.table.has_focus:
             return
+        self.host_view.let_a_frame_through()  # the cursor's new row, drawn now
         if self._show_timer is not None:
             # The cursor moved on before the last host it rested on was shown.
             self._show_timer.stop()
