@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Button, Input
 
 from kosmos.events import CommandFinished, RunFinished
@@ -262,12 +263,24 @@ async def test_a_view_takes_the_focus_only_when_opened_or_asking(
         def built(host: str):
             return lambda: screen.shown_host == host and screen.view.result is not None
 
+        # Every widget mounted from here on.
+        mounted: list[str] = []
+        register = app._register
+
+        def noted(parent: object, *widgets: Widget, **kwargs: object) -> list[Widget]:
+            mounted.extend(type(w).__name__ for w in widgets)
+            return register(parent, *widgets, **kwargs)  # type: ignore[arg-type]
+
+        app._register = noted  # type: ignore[assignment]
         # Shown for a question answered meanwhile: the view waits on nothing, the table
         # keeps the focus (focusing a view restyles every step in it).
         screen.show_host("web2", focus="pending")
         await until(pilot, built("web2"), "web2's view")
         await pilot.pause()
         assert app.focused is table
+        # Built from the story: its steps, and no thinking indicator for turns long answered.
+        assert "CmdStep" in mounted and "DoneCard" in mounted
+        assert "Thinking" not in mounted, mounted
         # Opened (enter on its row): the view takes the focus.
         table.move_cursor(row=2)
         await pilot.press("enter")

@@ -104,8 +104,13 @@ class RunView(VerticalScroll):
 
     def _stop_thinking(self) -> None:
         if self.thinking is not None:
-            self.thinking.remove()
+            if self.thinking.is_attached:
+                self.thinking.remove()
             self.thinking = None
+
+    async def _show_thinking(self, thinking: Thinking) -> None:
+        if self.thinking is thinking:  # no reply yet
+            await self._put(thinking)
 
     def _wait_for(self, widget: Widget) -> None:
         self.pending = widget
@@ -235,7 +240,10 @@ class RunView(VerticalScroll):
                 self.system_prompt = system[0].content if system else None
             self._stop_thinking()
             self.thinking = Thinking(event.step)
-            await self._put(self.thinking)
+            # Mounted once the events queued already are handled: a view built from a host's
+            # story has the reply right behind, and would mount the indicator, and remove it,
+            # for every turn of the story.
+            self.call_later(self._show_thinking, self.thinking)
         elif isinstance(event, LLMRetry):
             if self.thinking is not None:
                 self.thinking.retrying(f"retry {event.attempt}: {event.reason}")
