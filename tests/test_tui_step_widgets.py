@@ -95,3 +95,33 @@ async def test_output_shows_scrollbars_only_when_it_outgrows_its_area() -> None:
         assert not logs[1].show_horizontal_scrollbar
         # A line wider than the area: a horizontal scrollbar under it.
         assert logs[2].show_horizontal_scrollbar and not logs[2].show_vertical_scrollbar
+
+
+async def test_a_focus_change_restyles_a_step_once() -> None:
+    app = Steps()
+    async with app.run_test(size=(100, 50)) as pilot:
+        step = CmdStep(1, "hostname")
+        await app.query_one("#box").mount(step)
+        step.started()
+        step.write("web1\n")
+        app.set_focus(None)
+        await pilot.pause()
+        applied: list[object] = []
+        apply = app.stylesheet.apply
+
+        def counted(node: object, *args: object, **kwargs: object) -> None:
+            applied.append(node)
+            apply(node, *args, **kwargs)  # type: ignore[arg-type]
+
+        app.stylesheet.apply = counted  # type: ignore[method-assign]
+        for focus in (step, None):  # in, then out
+            applied.clear()
+            app.set_focus(focus)
+            await pilot.pause()
+            assert app.focused is focus
+            inside = set(step.walk_children(with_self=True))
+            restyled = [node for node in applied if node in inside]
+            # Every widget of the step restyled (`.step:focus-within`) once, the step itself
+            # once more (its `:focus`).
+            assert inside <= set(restyled), restyled
+            assert len(restyled) == len(inside) + 1, restyled

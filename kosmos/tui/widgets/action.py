@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import Button, Static
 
 from kosmos.engine.guard import visible
@@ -13,7 +13,7 @@ from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import Directive, FileRead, MemoryAction
 from kosmos.tui.messages import Decided
 from kosmos.tui.widgets.command import _size
-from kosmos.tui.widgets.step_head import StepHead
+from kosmos.tui.widgets.step_head import FocusableStep, StepHead
 
 # Lines of a note's text shown under a [STORE] / [APPEND_MEMORY].
 PREVIEW_LINES = 6
@@ -27,7 +27,7 @@ _DONE = {
 }
 
 
-class ActionStep(Vertical):
+class ActionStep(FocusableStep):
     """One [GET-FILE] or memory directive through its life: proposed, awaiting, done or not."""
 
     BINDINGS = [

@@ -8,7 +8,7 @@ import time
 from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import Button, Input, Static
 
@@ -18,7 +18,7 @@ from kosmos.events import CommandFinished
 from kosmos.tui.messages import Decided
 from kosmos.tui.output import LINE_END
 from kosmos.tui.widgets.output_log import OutputLog
-from kosmos.tui.widgets.step_head import StepHead
+from kosmos.tui.widgets.step_head import FocusableStep, StepHead
 
 # Lines the output area keeps; older ones scroll away (the transcript keeps head and tail).
 LOG_LINES = 500
@@ -40,7 +40,7 @@ def command_syntax(command: str) -> Syntax:
     )
 
 
-class CmdStep(Vertical):
+class CmdStep(FocusableStep):
     """One proposed command through its life: awaiting approval, running, finished or skipped."""
 
     BINDINGS = [

@@ -1,4 +1,6 @@
-"""A step's first line: its tag (`[CMD] step 3`) and its state (`exit 0 · 0.2 s · 6 B`).
+"""What the steps of a run view share: their first line, and one restyle a focus change.
+
+A step's first line: its tag (`[CMD] step 3`) and its state (`exit 0 · 0.2 s · 6 B`).
 
 One widget draws both. A row of two labels was three widgets a step, each styled, laid out
 and drawn; a host's run view is built from dozens of steps at once, and every widget in it is
@@ -9,6 +11,7 @@ never the line's size: a new state repaints the line and lays nothing out.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.containers import Vertical
 from textual.widget import Widget
 
 # The states a step's line shows in colour (a component class each, styled in kosmos.tcss).
@@ -50,3 +53,19 @@ class StepHead(Widget):
             else:
                 line.append(self.state)
         return line
+
+
+class FocusableStep(Vertical):
+    """A step that takes the focus itself (it awaits the operator's word).
+
+    The screen restyles a step, and every widget in it, each time the focus comes into it or
+    leaves it (kosmos.tcss: `.step:focus-within`); Widget's own watcher would restyle them all
+    a second time when the step itself gains or loses the focus. Only the step's own style
+    reads its `:focus`, so the watcher restyles the step alone.
+    """
+
+    def watch_has_focus(self, has_focus: bool) -> None:
+        if self._has_focus_within:
+            self.app.stylesheet.update_nodes([self], animate=True)
+        else:
+            super().watch_has_focus(has_focus)
