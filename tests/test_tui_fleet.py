@@ -272,24 +272,28 @@ async def test_a_view_takes_the_focus_only_when_opened_or_asking(
             return register(parent, *widgets, **kwargs)  # type: ignore[arg-type]
 
         app._register = noted  # type: ignore[assignment]
+        # Three hosts in turn, none of them the one shown now (the last to have asked).
+        first = next(n for n in names if n != screen.shown_host)
+        second = next(n for n in names if n != first)
+        third = next(n for n in names if n not in (first, second))
         # Shown for a question answered meanwhile: the view waits on nothing, the table
         # keeps the focus (focusing a view restyles every step in it).
-        screen.show_host("web2", focus="pending")
-        await until(pilot, built("web2"), "web2's view")
+        screen.show_host(first, focus="pending")
+        await until(pilot, built(first), f"{first}'s view")
         await pilot.pause()
         assert app.focused is table
         # Built from the story: its steps, and no thinking indicator for turns long answered.
         assert "CmdStep" in mounted and "DoneCard" in mounted
         assert "Thinking" not in mounted, mounted
         # Opened (enter on its row): the view takes the focus.
-        table.move_cursor(row=2)
+        table.move_cursor(row=names.index(second))
         await pilot.press("enter")
-        await until(pilot, built("web3"), "web3's view")
-        await until(pilot, lambda: app.focused is screen.view, "web3's view focused")
+        await until(pilot, built(second), f"{second}'s view")
+        await until(pilot, lambda: app.focused is screen.view, f"{second}'s view focused")
         # The focus is in the view that goes: the next view takes it, it is not lost.
-        screen.show_host("web1", focus="pending")
-        await until(pilot, built("web1"), "web1's view")
-        await until(pilot, lambda: app.focused is screen.view, "web1's view focused")
+        screen.show_host(third, focus="pending")
+        await until(pilot, built(third), f"{third}'s view")
+        await until(pilot, lambda: app.focused is screen.view, f"{third}'s view focused")
 
 
 async def test_a_key_is_drawn_while_a_hosts_view_is_being_built(
@@ -320,8 +324,12 @@ async def test_a_key_is_drawn_while_a_hosts_view_is_being_built(
 
         app._display = drawn  # type: ignore[method-assign]
         # A host's view, 12 steps, is built with frames held; the cursor moves meanwhile.
-        host = next(n for n in names if n != screen.shown_host)
-        row = next(r for r in range(len(names)) if r != table.cursor_row)
+        # The cursor goes to the host being built (another row would be shown in its place
+        # if the build outlasted the cursor's rest).
+        host = next(
+            n for n in names if n != screen.shown_host and names.index(n) != table.cursor_row
+        )
+        row = names.index(host)
         screen.show_host(host)
         assert screen.host_view.coming == host
         table.move_cursor(row=row)
