@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kosmos.hosts.ssh_upload import _UNTAR, tar_of
 from kosmos.skills.folder import collect_folder
 from kosmos.skills.loader import load_skill_file
 from tests.conftest import run_cli
@@ -156,3 +158,62 @@ def test_the_files_arrive_private_with_links_and_exec_bits(
         assert json.dumps(sorted(p.name for p in copy.parent.iterdir())) == json.dumps([copy.name])
     finally:
         sshd.clean_remote()
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash"])
+@pytest.mark.parametrize("case", ["sent", "reused", "no tar", "tar fails"])
+def test_the_untar_script_reads_all_its_input_whatever_way_it_ends(
+    tmp_path: Path, shell: str, case: str
+) -> None:
+    """Over a command channel, input left unread when the command exits closes the channel
+    while kosmos still sends ("Channel not open for sending"): the script, under the real
+    shells, reads all of it first. A pipe's writer sees the same as an EPIPE."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell} here")
+    home = tmp_path / "home"
+    home.mkdir()
+    dest = ".cache/kosmos/skills/probe-1"
+    files = [("references/notes.md", b"# Notes\n", False, None)]
+    data = tar_of(files)
+    path = os.environ["PATH"]
+    if case == "reused":
+        (home / dest).mkdir(parents=True)
+    elif case == "no tar":
+        # sh and cat, and no tar on the PATH.
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        for tool in ("cat", "mkdir"):
+            (bin_dir / tool).symlink_to(shutil.which(tool) or tool)
+        path = str(bin_dir)
+    elif case == "tar fails":
+        data = b"not a tar\n" * 100
+    # Far more than a pipe holds (64 KiB): a writer whose reader has gone gets EPIPE.
+    data += b"\0" * (1024 * 1024)
+    shell_path = shutil.which(shell)
+    assert shell_path is not None
+    with subprocess.Popen(
+        [shell_path, "-c", _UNTAR, "kosmos", dest, "abcd1234"],
+        cwd=home,
+        env={"PATH": path},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        unread = False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[proc.stdin.write(view) or 0 :]
+        except BrokenPipeError:
+            unread = True
+        proc.stdin.close()
+        out, err = proc.stdout.read(), proc.stderr.read()
+    assert not unread, f"the script exited with input unread ({err!r})"
+    expected = {"sent": 0, "reused": 0, "no tar": 97, "tar fails": 98}[case]
+    assert proc.returncode == expected, err
+    if case in ("sent", "reused"):
+        assert out.decode().split() == [str(home / dest), case]
+    if case == "sent":
+        assert (home / dest / "references/notes.md").read_bytes() == b"# Notes\n"

@@ -34,8 +34,12 @@ FILE_MODE, EXEC_MODE, DIR_MODE = 0o600, 0o700, 0o700
 # The same steps as over SFTP, in sh: $1 the destination under the login directory, $2 the
 # temporary folder's suffix. It prints the folder's path, then `sent` or `reused`. No single
 # quote in it: any login shell passes it to sh as it is.
+# Whatever way it ends (the copy already there, no tar, an error), the script reads what is
+# left of its input first: a command that exits with input unread closes the channel while
+# kosmos may still be sending, and the upload fails with "Channel not open for sending".
 _UNTAR = (
-    "set -e; umask 077; home=$(pwd -P); final=$home/$1; part=$final.part-$2; "
+    'set -e; trap "cat >/dev/null" EXIT; umask 077; home=$(pwd -P); final=$home/$1; '
+    "part=$final.part-$2; "
     'if [ -d "$final" ]; then echo "$final"; echo reused; exit 0; fi; '
     "command -v tar >/dev/null 2>&1 || exit 97; "
     'mkdir -p "${final%/*}"; mkdir "$part"; '
