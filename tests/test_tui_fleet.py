@@ -38,7 +38,9 @@ def fleet_app(llm: ScriptedLLM, home: Path, names: list[str], *, mark: bool = Tr
 
 
 async def start_fleet(pilot: Pilot, app: KosmosApp) -> None:
-    """ctrl+r on the main screen opens the fleet screen; ctrl+r there starts the hosts."""
+    """Once the skill's form is up, ctrl+r on the main screen opens the fleet screen; ctrl+r
+    there starts the hosts."""
+    await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
     await pilot.press("ctrl+r")
     await until(pilot, lambda: isinstance(app.screen, FleetScreen), "the fleet screen")
     screen = app.screen
@@ -76,6 +78,18 @@ def fleet_done(app: KosmosApp):
     return lambda: isinstance(app.screen, FleetScreen) and bool(app.screen.query(FleetSummary))
 
 
+async def run_all_to_the_end(
+    pilot: Pilot, app: KosmosApp, commands: list[str], hosts: int
+) -> FleetScreen:
+    """Start the fleet, `A` on each command as all `hosts` wait on it, then the summary."""
+    await start_fleet(pilot, app)
+    for command in commands:
+        await until(pilot, waiting_on(app, command, hosts), f"{command} waiting on {hosts}")
+        await pilot.press("A")
+    await until(pilot, fleet_done(app), "the summary", limit=60)
+    return fleet_screen(app)
+
+
 async def shown(pilot: Pilot, screen: FleetScreen, host: str) -> RunView:
     """`host`'s run view, built from its events once the run has ended (its done card)."""
     screen.show_host(host)
@@ -95,7 +109,6 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.main.sidebar.marked == names, "the hosts marked")
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "uname -s", 3), "uname waiting on 3 hosts")
         screen = fleet_screen(app)
@@ -142,7 +155,6 @@ async def test_open_a_hosts_run_view_and_decide_there_only(llm: ScriptedLLM, hom
     llm.default = scripted(["[CMD] cat code", "[DONE] ok"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "cat code", 2), "cat waiting on 2 hosts")
         screen = fleet_screen(app)
@@ -182,7 +194,6 @@ async def test_a_dangerous_command_is_asked_per_host_with_its_name(
     llm.default = scripted(["[CMD] mkfs.ext4 /dev/kosmos-test-none", "[DONE] ok"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         command = "mkfs.ext4 /dev/kosmos-test-none"
         await until(pilot, waiting_on(app, command, 1), "the first host asked")
@@ -222,7 +233,6 @@ async def test_one_answer_for_every_host_asking(llm: ScriptedLLM, home: Path) ->
     llm.default = scripted(["[ASK] Which port?", "[DONE] ok"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         screen = fleet_screen(app)
 
@@ -250,12 +260,7 @@ async def test_a_view_takes_the_focus_only_when_opened_or_asking(
     llm.default = scripted(["[CMD] echo ok", "[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await start_fleet(pilot, app)
-        await until(pilot, waiting_on(app, "echo ok", 3), "echo waiting on 3 hosts")
-        await pilot.press("A")
-        await until(pilot, fleet_done(app), "the summary")
-        screen = fleet_screen(app)
+        screen = await run_all_to_the_end(pilot, app, ["echo ok"], 3)
         table = screen.table
         table.focus()
         await pilot.pause()
@@ -300,16 +305,11 @@ async def test_a_key_is_drawn_while_a_hosts_view_is_being_built(
     llm: ScriptedLLM, home: Path
 ) -> None:
     names = ["web1", "web2", "web3"]
-    llm.default = scripted([*(f"[CMD] echo {n}" for n in range(1, 13)), "[DONE] fine"])
+    commands = [f"echo {n}" for n in range(1, 13)]
+    llm.default = scripted([*(f"[CMD] {c}" for c in commands), "[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
-        await start_fleet(pilot, app)
-        for n in range(1, 13):
-            await until(pilot, waiting_on(app, f"echo {n}", 3), f"echo {n} asked")
-            await pilot.press("A")
-        await until(pilot, fleet_done(app), "the summary", limit=60)
-        screen = fleet_screen(app)
+        screen = await run_all_to_the_end(pilot, app, commands, 3)
         table = screen.table
         table.focus()
         await pilot.pause()

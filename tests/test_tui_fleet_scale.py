@@ -96,7 +96,6 @@ async def test_a_run_view_is_built_for_the_host_shown_only(llm: ScriptedLLM, hom
     llm.default = scripted(["[DONE] nothing to do"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, fleet_done(app), "the summary")
         screen = fleet_screen(app)
@@ -122,7 +121,6 @@ async def test_run_on_all_releases_the_waiting_hosts_and_those_that_come_later(
     # Two hosts at a time: three of them reach the command after `A` was pressed.
     app.config.forks = 2
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "echo one", 2), "echo waiting on 2 hosts")
         screen = fleet_screen(app)
@@ -147,7 +145,6 @@ async def test_the_summary_scrolls_and_the_host_shown_stays_in_view(
     llm.default = scripted(["[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, fleet_done(app), "the summary")
         screen = fleet_screen(app)
@@ -170,7 +167,6 @@ async def test_nothing_keeps_running_once_the_fleet_has_ended(llm: ScriptedLLM, 
     llm.default = scripted(["[CMD] echo one", "[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         screen = fleet_screen(app)
         # While it runs, the table's redraw ticks.
@@ -193,7 +189,6 @@ async def test_quitting_mid_run_ends_every_hosts_run_as_aborted(
     llm.default = scripted(["[CMD] echo one", "[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "echo one", 2), "echo waiting on 2 hosts")
         screen = fleet_screen(app)
@@ -213,7 +208,6 @@ async def test_closing_the_screen_while_a_view_is_built_leaves_the_app_drawing(
     llm.default = scripted(["[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, fleet_done(app), "the summary")
         screen = fleet_screen(app)
@@ -234,7 +228,6 @@ async def test_a_fleet_whose_screen_has_gone_ends_every_run_and_leaves_nothing(
     llm.default = scripted(["[CMD] sleep 4711", "[DONE] fine"])
     app = fleet_app(llm, home, names)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "sleep 4711", 2), "sleep waiting on 2 hosts")
         await pilot.press("A")
@@ -265,7 +258,6 @@ async def test_a_fleet_process_that_fails_says_why_and_keeps_its_traceback(
     app = fleet_app(llm, home, ["g1", "g2"])
     app.config.open_runner = FallsOver()
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         screen = fleet_screen(app)
         await until(pilot, lambda: screen.finished, "the fleet ended")

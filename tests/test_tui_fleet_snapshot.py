@@ -54,7 +54,6 @@ def test_fleet_summary(snap_compare, llm: ScriptedLLM, home: Path, here: Path) -
     app.config.forks = 1
 
     async def run_before(pilot: Pilot) -> None:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         for host in ("web1", "web2"):
 

@@ -31,7 +31,6 @@ async def test_a_fleet_over_ssh_trusts_the_key_in_a_modal_and_runs_on_all(
     app = make_app(llm.base_url, ssh_home, params={"unit": "x"}, hosts=hosts)
     app.config.fleet = [HostSpec(n, n) for n in names]
     async with app.run_test(size=(140, 45)) as pilot:
-        await until(pilot, lambda: app.main.query("#params-form Input"), "the form")
         await start_fleet(pilot, app)
         await until(pilot, lambda: isinstance(app.screen, HostKeyModal), "the host key modal")
         asked = app.screen.host
