@@ -102,6 +102,47 @@ def test_a_local_run_loads_no_ssh_tui_or_chat(
     assert heavy(names, UNUSED_HEADLESS) == []
 
 
+def test_a_run_neither_looks_for_nor_loads_pydantic_plugins(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    # An installed distribution offering a pydantic plugin, which leaves a file when loaded.
+    site, marker = tmp_path / "site", tmp_path / "plugin-loaded"
+    (site / "spy_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "spy_plugin-1.0.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n"
+    )
+    (site / "spy_plugin-1.0.dist-info/entry_points.txt").write_text(
+        "[pydantic]\nspy = spy_plugin:plugin\n"
+    )
+    (site / "spy_plugin.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('loaded')\n"
+        "class Plugin:\n"
+        "    def new_schema_validator(self, *args, **kwargs):\n"
+        "        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    env = {**cli_env, "PYTHONPATH": f"{cli_env['PYTHONPATH']}:{site}"}
+    # pydantic alone finds and loads it (so this test can fail)...
+    model = "import pydantic\nclass M(pydantic.BaseModel):\n    x: int\nM(x=1)\n"
+    subprocess.run([sys.executable, "-c", model], env=env, check=True, timeout=60)
+    assert marker.read_text() == "loaded"
+    marker.unlink()
+    # ...a kosmos run, whose settings carry its API key, neither loads it nor reads the
+    # installed distributions' metadata to look for it.
+    (tmp_path / ".kosmos/skills/probe").mkdir(parents=True)
+    (tmp_path / ".kosmos/skills/probe/SKILL.md").write_text(SKILL)
+    llm.script("[CMD] echo started", "[DONE] fine")
+    code, names = importtime_run(
+        ["probe", "--host", "local", "--non-interactive", "--yes"]
+        + ["--transcript", str(tmp_path / "run.jsonl")],
+        {**env, "KOSMOS_API_KEY": "sk-plugin-must-not-see"},
+        tmp_path,
+    )
+    assert code == 0 and len(llm.requests) == 2
+    assert "pydantic" in names and "importlib.metadata" not in names
+    assert not marker.exists()
+
+
 def test_the_json_protocol_and_the_dialogue_load_where_they_are_used(
     llm: ScriptedLLM, cli_env: dict, tmp_path: Path
 ) -> None:
