@@ -13,10 +13,6 @@ one process: httpx to the same scripted LLM, then the command by an asyncio subp
 
     python benchmarks/step_overhead.py [--steps 200]
     python benchmarks/step_overhead.py --process [--steps 20] [--repeat 7] [--policy read-only]
-        [--before DIR]
-
-`--before DIR`: also `kosmos run` from DIR (another checkout, e.g. a `git worktree` of an
-earlier commit) beside each row, alternating with the others in the same run.
 
 `--policy read-only` runs kosmos's steps unasked inside the kernel lock (`true` is a read);
 the default, `--yes`, runs them without it.
@@ -158,9 +154,7 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - t
 
 
-def processes(
-    steps: int, repeat: int, policy: str | None = None, before: Path | None = None
-) -> None:
+def processes(steps: int, repeat: int, policy: str | None = None) -> None:
     import os
 
     from tests.sshd import start_sshd, write_client_home
@@ -181,10 +175,7 @@ def processes(
     env.pop("SSH_AUTH_SOCK", None)
     # As installed: bytecode cached (pip compiles what it installs; a checkout compiles once).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    for checkout in (ROOT, before) if before else (ROOT,):
-        subprocess.run(
-            [sys.executable, "-m", "compileall", "-q", str(checkout / "kosmos")], check=True
-        )
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kosmos")], check=True)
     sshd = None
     try:
         sshd = start_sshd("steps")
@@ -204,41 +195,35 @@ def processes(
     ]
     kosmos_run += ["--non-interactive", "--max-steps", str(steps + 5)]
     kosmos_run += ["--policy", policy] if policy else ["--yes"]
-    places = {"local": ("local", "local")}
+    runs = {
+        "floor, local (httpx + asyncio subprocess)": [
+            sys.executable, "-c", FLOOR, llm.base_url, str(steps), "local"
+        ],
+        "kosmos run --host local": [*kosmos_run, "--host", "local"],
+    }  # fmt: skip
     if where:
-        places["SSH"] = (where, "box")
-    # name: (argv, PYTHONPATH); each place's floor first, then kosmos, then the reference.
-    runs: dict[str, tuple[list[str], Path]] = {}
-    for place, (floor_where, host) in places.items():
-        lib = "asyncio subprocess" if place == "local" else "asyncssh"
-        runs[f"floor, {place} (httpx + {lib})"] = (
-            [sys.executable, "-c", FLOOR, llm.base_url, str(steps), floor_where],
-            ROOT,
-        )
-        runs[f"kosmos run --host {host}"] = ([*kosmos_run, "--host", host], ROOT)
-        if before:
-            runs[f"  the same, from {before} ({host})"] = ([*kosmos_run, "--host", host], before)
+        runs["floor, SSH (httpx + asyncssh)"] = [
+            sys.executable, "-c", FLOOR, llm.base_url, str(steps), where
+        ]  # fmt: skip
+        runs["kosmos run --host box (SSH)"] = [*kosmos_run, "--host", "box"]
     times: dict[str, list[float]] = {name: [] for name in runs}
     try:
-        for argv, path in runs.values():  # warm-up: page cache, bytecode, sshd's connection
-            _timed(argv, {**env, "PYTHONPATH": str(path)}, tmp)
+        for argv in runs.values():  # warm-up: page cache, bytecode, sshd's first connection
+            _timed(argv, env, tmp)
         for _ in range(repeat):
-            for name, (argv, path) in runs.items():
-                times[name].append(_timed(argv, {**env, "PYTHONPATH": str(path)}, tmp))
+            for name, argv in runs.items():
+                times[name].append(_timed(argv, env, tmp))
     finally:
         llm.stop()
         if sshd is not None:
             sshd.stop()
     how = f"--policy {policy}" if policy else "--yes"
     print(f"{steps}-step skill (`{COMMAND}` each step, {how}), whole processes, median of {repeat}")
-    floor = 1.0
-    for name, values in times.items():
-        median = statistics.median(values)
-        if name.startswith("floor"):
-            floor = median
-            print(f"  {name:44} {median * 1000:8.0f} ms")
-        else:
-            print(f"  {name:44} {median * 1000:8.0f} ms  ({median / floor:.2f}x the floor)")
+    names = list(runs)
+    for floor, mine in zip(names[::2], names[1::2], strict=True):
+        f, k = statistics.median(times[floor]), statistics.median(times[mine])
+        print(f"  {floor:44} {f * 1000:8.0f} ms")
+        print(f"  {mine:44} {k * 1000:8.0f} ms  ({k / f:.2f}x the floor)")
 
 
 def main() -> None:
@@ -247,13 +232,9 @@ def main() -> None:
     parser.add_argument("--process", action="store_true", help="time whole processes")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--policy", help="with --process: kosmos run --policy POLICY, not --yes")
-    parser.add_argument(
-        "--before", type=Path, help="with --process: also kosmos run from this checkout"
-    )
     args = parser.parse_args()
     if args.process:
-        before = args.before.resolve() if args.before else None
-        processes(args.steps or 20, args.repeat, args.policy, before)
+        processes(args.steps or 20, args.repeat, args.policy)
         return
     args.steps = args.steps or 200
     llm = ScriptedLLM().start()
