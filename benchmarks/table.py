@@ -23,8 +23,9 @@ lock's prelude. `--policy yes` runs them with `--yes` instead, without the lock.
 
 `--before DIR` also times another checkout's kosmos (e.g. `git worktree add /tmp/before
 main`, or `git archive main | tar -x -C DIR`) with the same floors, interleaved: each round
-runs floor, after, before once per row, so load changes hit all alike. Medians of `--repeat`
-rounds after one warm-up round; the load average is printed at the start and the end.
+runs floor, after, before once per row, each round starting with the next of them, so that
+load changes and a place in the order hit all alike. Medians of `--repeat` rounds after one
+warm-up round; the load average is printed at the start and the end.
 
 Each cell gives the wall time and the contender's own CPU time (user + system of its process,
 not of its children): on loopback the hosts' side (sshd, the shells, the lock's prelude) runs
@@ -383,7 +384,12 @@ def main() -> None:
             for row, contenders in table.items():
                 llm_pid = fleet_llm.pid if row in on_fleet_llm else 0
                 runs_per = 2 if row in twice else 1
-                for k, contender in contenders.items():
+                # Each round starts with the next contender: a run's place in the round can sway
+                # its time (two processes importing the same code, alternated in a fixed order,
+                # differed by 60 ms on a 2-core machine, the first of each pair the slower).
+                order = list(contenders.items())
+                order = order[round_ % len(order) :] + order[: round_ % len(order)]
+                for k, contender in order:
                     hosts0, llm0 = hosts_cpu.seconds() or 0.0, proc_cpu(llm_pid)
                     timing = contender()
                     time.sleep(0.2)  # the last sessions' ends
