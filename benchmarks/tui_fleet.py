@@ -59,8 +59,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.fleet import COMMANDS, SKILL, llm_server, write_home  # noqa: E402
-from tests.tuihelpers import running_timers  # noqa: E402
+# The TUI's process (`--child`) stands for `kosmos tui`: it imports what the screen does, and
+# none of this harness's SSH and fleet code (benchmarks.fleet), which the parent imports.
 
 SIZE = (200, 50)
 KEY_EVERY = 0.1  # seconds between two probe keys
@@ -92,6 +92,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     from kosmos.prompts import Prompts
     from kosmos.tui.app import KosmosApp, TuiConfig
     from kosmos.tui.screens.fleet import FleetScreen
+    from tests.tuihelpers import running_timers
 
     env = dict(os.environ)
     settings = load_settings({}, env=env, cwd=skills, home=home)
@@ -259,6 +260,10 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     figures["rss_fleet_mb"] = fleet_hwm.stop()
     figures["rss_mb"] = figures["rss_screen_mb"] + figures["rss_fleet_mb"]
     figures["fleet_cpu_s"] = fleet.ru_utime + fleet.ru_stime
+    # What the screen's process loaded that only hosts need: nothing, as in `kosmos tui`.
+    figures["screen_ssh"] = sorted(
+        {m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("asyncssh", "cryptography")}
+    )
     return figures
 
 
@@ -498,6 +503,8 @@ def report(
         f"(the screen's process {mine['rss_screen_mb']:.0f} + the fleet's "
         f"{mine['rss_fleet_mb']:.0f})  {rss:.2f}x  (aim <= 1.5x)  {mark(rss <= 1.5)}"
     )
+    if mine["screen_ssh"]:
+        print(f"                    (the screen's process loaded {', '.join(mine['screen_ssh'])})")
     pss = mine["pss_mb"] / ref["pss_mb"]
     print(
         f"  peak PSS          headless {ref['pss_mb']:.0f} MB, TUI {mine['pss_mb']:.0f} MB "
@@ -526,6 +533,7 @@ def main() -> None:
     if args.child:
         _child(args)
         return
+    from benchmarks.fleet import COMMANDS, SKILL, llm_server, write_home
     from tests.sshd import start_sshd
 
     # SIGTERM (a timeout) ends the run through `finally`: the sshd and its user go too.

@@ -104,21 +104,48 @@ def test_with_ld_library_path_set_python_looks_a_library_up_its_own_way(tmp_path
 
 
 def test_every_importer_of_asyncssh_imports_kosmos_sshlib_before_it() -> None:
+    # In the file's order, at the top or inside a function that imports asyncssh only when it
+    # is needed; imports made for the type checker alone never run and are left out.
     for module in importers():
         if module == "kosmos.hosts.sshlib":
             continue
         tree = ast.parse((ROOT / (module.replace(".", "/") + ".py")).read_text())
+        typing_only = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            for inner in ast.walk(node)
+        }
+        imports = sorted(
+            (
+                node
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in typing_only
+            ),
+            key=lambda node: node.lineno,
+        )
         first = None
-        for node in tree.body:
+        for node in imports:
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)
                 else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
             )
             hit = [n for n in names if n.split(".")[0] == "asyncssh" or n == "kosmos.hosts.sshlib"]
             if hit:
                 first = hit[0]
                 break
         assert first == "kosmos.hosts.sshlib", module
+
+
+def test_the_config_is_split_by_asyncssh_s_own_rules() -> None:
+    """`SSHConfigFile` splits ssh_config's lines without importing asyncssh (the screen lists
+    the hosts with it); the parser that reads the lines afterwards is asyncssh's, so the
+    splitting rules must be its: the keywords that keep `=` as a word, and those whose
+    arguments stay one string."""
+    from kosmos.hosts.keywords import ClientConfig, HostConfig
+    from kosmos.hosts.sshconfig import CONDITIONALS, NO_SPLIT
+
+    for parser in (ClientConfig, HostConfig):
+        assert set(CONDITIONALS) == set(parser._conditionals)
+        assert set(NO_SPLIT) == set(parser._no_split)

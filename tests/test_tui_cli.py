@@ -43,3 +43,42 @@ def test_tui_chat_takes_lang_and_log(
     assert not (Path(cli_env["HOME"]) / ".local/state/kosmos/chat").exists()
     term.keys("C-q")
     wait(lambda: not term.running, "kosmos tui quit")
+
+
+def test_the_screen_lists_the_ssh_config_hosts_without_loading_ssh(
+    cli_env: dict[str, str], tmp_path: Path, terminal: Callable[..., Terminal]
+) -> None:
+    """The screen starts with the hosts of ~/.ssh/config (and of the files it includes) in its
+    list; reading their names takes no SSH library: asyncssh (and the cryptography under it)
+    load with the first host kosmos connects to, not with the screen."""
+    ssh = Path(cli_env["HOME"]) / ".ssh"
+    (ssh / "conf.d").mkdir(parents=True)
+    (ssh / "config").write_text(
+        "Include conf.d/*.conf\nHost web-one web-two\n  Port 2222\nHost *\n  User ops\n"
+    )
+    (ssh / "conf.d" / "db.conf").write_text("Host db-three\n  HostName 10.0.0.3\n")
+    trace = tmp_path / "modules.txt"
+    # `python -m kosmos tui`, writing the names of the modules it loaded as it exits (the
+    # screen draws on stderr, so no `-X importtime` there).
+    code = (
+        "import atexit, runpy, sys\n"
+        f"atexit.register(lambda: open({str(trace)!r}, 'w').write('\\n'.join(sys.modules)))\n"
+        "sys.argv = ['kosmos', 'tui']\n"
+        "runpy.run_module('kosmos', run_name='__main__')\n"
+    )
+    command = [sys.executable, "-c", code]
+    env = {**cli_env, "LANG": "C.UTF-8", "TERM": "xterm-256color"}
+    term = terminal(command, env=env, cwd=tmp_path)
+
+    def listed() -> bool:
+        assert term.running, "kosmos tui ended at start"
+        screen = term.screen()
+        return all(name in screen for name in ("web-one", "web-two", "db-three"))
+
+    wait(listed, "the ssh_config hosts in the host list")
+    term.keys("C-q")
+    wait(lambda: not term.running, "kosmos tui quit")
+    wait(trace.exists, "the list of modules the screen loaded")
+    loaded = set(trace.read_text().splitlines())
+    assert "textual.app" in loaded  # the trace is the screen's
+    assert not {m for m in loaded if m.split(".")[0] in ("asyncssh", "cryptography")}

@@ -33,11 +33,11 @@ from kosmos.hosts.identities import (
     identity_blobs,
     identity_files,
 )
-from kosmos.hosts.keywords import int_option, words_option
+from kosmos.hosts.keywords import HostConfig, int_option, words_option
 from kosmos.hosts.passphrases import Passphrases
 from kosmos.hosts.patience import within
 from kosmos.hosts.runner import HostPrompter
-from kosmos.hosts.sshconfig import ConfigParseError, HostConfig, SSHConfigFile, local_user
+from kosmos.hosts.sshconfig import ConfigParseError, SSHConfigFile, local_user
 from kosmos.hosts.target import Target
 
 KEEPALIVE_INTERVAL = 15.0

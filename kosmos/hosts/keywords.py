@@ -3,17 +3,20 @@
 asyncssh's client config parser reads most of them and skips keywords it does not know
 (StrictHostKeyChecking, HashKnownHosts); `ClientConfig` adds handlers for those to its
 table, so one parse of ~/.ssh/config answers every question kosmos asks about a host.
+`HostConfig` is that parser reading the lines `sshconfig.SSHConfigFile` has already split.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
 
 from asyncssh.config import SSHClientConfig, SSHConfig
+from asyncssh.connection import SSHClientConnectionOptions
 
 # What kosmos does with each keyword it honours: the README's table, word for word (a test
 # keeps the two in step). Keywords not listed are read by asyncssh as it reads them.
@@ -148,3 +151,99 @@ class ClientConfig(SSHClientConfig):
             )
         },
     }
+
+
+# Settings that make asyncssh read the config again inside the connect (canonical host
+# names, `Match final`): for those hosts it gets the file itself.
+_RELOADING = ("CanonicalizeHostname",)
+
+
+class SplitLines(Protocol):
+    """Where `HostConfig` reads ssh_config's lines, split once (`sshconfig.SSHConfigFile`)."""
+
+    def tokens(self, path: Path) -> list[tuple[int, str, tuple[str, ...]]]: ...
+
+    def starts(self, path: Path, host: str) -> list[int]: ...
+
+    def included(self, args: tuple[str, ...]) -> list[Path]: ...
+
+    def matches(self, patterns: str, host: str) -> bool: ...
+
+
+class HostConfig(ClientConfig):
+    """One host's settings, parsed from the lines `SSHConfigFile` has already split (with
+    the host-key keywords ClientConfig adds to asyncssh's)."""
+
+    def __init__(self, source: SplitLines, *args: Any) -> None:
+        super().__init__(*args)
+        self._source = source
+
+    def _match_host(self, option: str, args: list[str]) -> None:
+        self._matching = self._source.matches(",".join(args), self._orig_host)
+        args.clear()
+
+    def _include(self, option: str, args: list[str]) -> None:
+        # asyncssh's, with the files found once per run rather than once per host.
+        old_path, old_line_no = self._path, self._line_no
+        for path in self._source.included(tuple(args)):
+            self.parse(path)
+        self._path, self._line_no, self._matching = old_path, old_line_no, True
+        args.clear()
+
+    # The parser's table of keywords, with these two in place of asyncssh's (it looks its
+    # handlers up in this table, not on the instance).
+    _handlers = {
+        **ClientConfig._handlers,
+        "host": ("Host", _match_host),
+        "include": ("Include", _include),
+    }
+
+    def parse(self, path: Path) -> None:
+        # asyncssh's SSHConfig.parse, reading the lines from the cache instead of the file.
+        self._path = path
+        self._line_no = 0
+        self._matching = True
+        self._tokens = {"%": "%"}
+        handlers = self._handlers
+        tokens = self._source.tokens(path)
+        starts = self._source.starts(path, self._orig_host)
+        i, end = 0, len(tokens)
+        while i < end:
+            if not self._matching:
+                # On to the next Host or Match line that may take this host.
+                at = bisect_left(starts, i)
+                if at == len(starts):
+                    break
+                i = starts[at]
+            line_no, loption, cached = tokens[i]
+            i += 1
+            self._line_no = line_no
+            try:
+                option, handler = handlers[loption]
+            except KeyError:
+                continue
+            args = list(cached)
+            if not args:
+                self._error(f"Missing {option} value")
+            handler(self, option, args)
+            if args:
+                self._error(f"Extra data at end: {' '.join(args)}")
+        self._set_tokens()
+        for option in self._percent_expand:
+            value = self._options.get(option)
+            if isinstance(value, list):
+                self._options[option] = [self._expand_val(item) for item in value]
+            elif isinstance(value, str):
+                self._options[option] = self._expand_val(value)
+
+    def connect_options(self) -> SSHClientConnectionOptions | None:
+        """What `asyncssh.connect(options=...)` takes to use these settings instead of reading
+        the file again; None for a host whose connect must read it itself."""
+        if any(self.get(name) for name in _RELOADING) or self.has_match_final():
+            return None
+        # asyncssh builds a connect's options on a base's `config` and `kwargs`; a base made
+        # without running its __init__ carries only those two.
+        base = SSHClientConnectionOptions.__new__(SSHClientConnectionOptions)
+        base.kwargs = {}
+        base.config = self
+        return base

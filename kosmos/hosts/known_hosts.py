@@ -15,8 +15,10 @@ import hmac
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kosmos.hosts.sshlib import asyncssh
+if TYPE_CHECKING:
+    import asyncssh
 
 from kosmos.errors import HostError
 
@@ -39,6 +41,8 @@ class KnownHostsUnreadable(HostError):
 
 def read_known_hosts(path: Path, warn: Callable[[str], None]) -> asyncssh.SSHKnownHosts:
     """The entries of one file; a missing file has none, an unreadable one is an error."""
+    from kosmos.hosts.sshlib import asyncssh
+
     entries = asyncssh.SSHKnownHosts()
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -86,6 +90,8 @@ class KnownHostsCache:
 def _problem(line: str) -> str | None:
     """Why OpenSSH would skip this line, or None. asyncssh passes over a key it cannot read
     without a word; this says so."""
+    from kosmos.hosts.sshlib import asyncssh
+
     marker = line.split(None, 1)[0] if line.startswith("@") else None
     if marker is not None and marker not in MARKERS:
         return f"unknown marker {marker}"

@@ -7,6 +7,10 @@ connect: 1,000 hosts cost a million lines split. `SSHConfigFile` reads and split
 host's settings by replaying those lines through asyncssh's own parser: the same keywords,
 `Host`/`Match` rules, `Include` and `%`-tokens, with `Host` patterns matched from a cache.
 The settings object it returns is what `asyncssh.connect` takes in place of reading the file.
+
+Reading and splitting the files, and the aliases they name, take no SSH library: the TUI's
+screen lists the hosts without loading asyncssh (and the cryptography under it), which a
+host's settings (`host`) load when first asked for.
 """
 
 from __future__ import annotations
@@ -14,26 +18,28 @@ from __future__ import annotations
 import getpass
 import os
 import shlex
-from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
-
-from asyncssh.config import ConfigParseError
-from asyncssh.connection import SSHClientConnectionOptions
-from asyncssh.pattern import WildcardPatternList
-
-from kosmos.hosts.keywords import ClientConfig
 from kosmos.hosts.known_hosts import KnownHostsCache
 from kosmos.hosts.passphrases import EncryptedKeys
 
-__all__ = ["ConfigParseError", "HostConfig", "SSHConfigFile", "local_user"]
+if TYPE_CHECKING:
+    from kosmos.hosts.keywords import HostConfig
 
-# Settings that make asyncssh read the config again inside the connect (canonical host
-# names, `Match final`): for those hosts it gets the file itself.
-_RELOADING = ("CanonicalizeHostname",)
+__all__ = ["ConfigParseError", "SSHConfigFile", "local_user"]
+
+# How asyncssh's parser splits a line (its SSHConfig's `_conditionals` and `_no_split`, which a
+# test holds these to): the keywords whose `=` is a word of their arguments, and those whose
+# arguments are kept as one string.
+CONDITIONALS = frozenset({"host", "match"})
+NO_SPLIT = frozenset({"proxycommand", "remotecommand"})
+
+
+class ConfigParseError(ValueError):
+    """A line of the config that cannot be read: "PATH line N: what is wrong"."""
+
 
 Token = tuple[int, str, tuple[str, ...]]
 
@@ -46,7 +52,9 @@ def local_user() -> str:
         return str(os.getuid())
 
 
-def _split(path: Path, line_no: int, line: str, conditionals: set[str]) -> tuple[str, list[str]]:
+def _split(
+    path: Path, line_no: int, line: str, conditionals: frozenset[str]
+) -> tuple[str, list[str]]:
     """One line as asyncssh splits it: (lower-case keyword, its arguments)."""
     try:
         split_args = shlex.split(line)
@@ -87,85 +95,6 @@ class _File:
     starts: dict[str, list[int]]  # per host, the two merged
 
 
-class HostConfig(ClientConfig):
-    """One host's settings, parsed from the lines `SSHConfigFile` has already split (with
-    the host-key keywords ClientConfig adds to asyncssh's)."""
-
-    def __init__(self, source: SSHConfigFile, *args: Any) -> None:
-        super().__init__(*args)
-        self._source = source
-
-    def _match_host(self, option: str, args: list[str]) -> None:
-        self._matching = self._source.matches(",".join(args), self._orig_host)
-        args.clear()
-
-    def _include(self, option: str, args: list[str]) -> None:
-        # asyncssh's, with the files found once per run rather than once per host.
-        old_path, old_line_no = self._path, self._line_no
-        for path in self._source.included(tuple(args)):
-            self.parse(path)
-        self._path, self._line_no, self._matching = old_path, old_line_no, True
-        args.clear()
-
-    # The parser's table of keywords, with these two in place of asyncssh's (it looks its
-    # handlers up in this table, not on the instance).
-    _handlers = {
-        **ClientConfig._handlers,
-        "host": ("Host", _match_host),
-        "include": ("Include", _include),
-    }
-
-    def parse(self, path: Path) -> None:
-        # asyncssh's SSHConfig.parse, reading the lines from the cache instead of the file.
-        self._path = path
-        self._line_no = 0
-        self._matching = True
-        self._tokens = {"%": "%"}
-        handlers = self._handlers
-        tokens = self._source.tokens(path)
-        starts = self._source.starts(path, self._orig_host)
-        i, end = 0, len(tokens)
-        while i < end:
-            if not self._matching:
-                # On to the next Host or Match line that may take this host.
-                at = bisect_left(starts, i)
-                if at == len(starts):
-                    break
-                i = starts[at]
-            line_no, loption, cached = tokens[i]
-            i += 1
-            self._line_no = line_no
-            try:
-                option, handler = handlers[loption]
-            except KeyError:
-                continue
-            args = list(cached)
-            if not args:
-                self._error(f"Missing {option} value")
-            handler(self, option, args)
-            if args:
-                self._error(f"Extra data at end: {' '.join(args)}")
-        self._set_tokens()
-        for option in self._percent_expand:
-            value = self._options.get(option)
-            if isinstance(value, list):
-                self._options[option] = [self._expand_val(item) for item in value]
-            elif isinstance(value, str):
-                self._options[option] = self._expand_val(value)
-
-    def connect_options(self) -> SSHClientConnectionOptions | None:
-        """What `asyncssh.connect(options=...)` takes to use these settings instead of reading
-        the file again; None for a host whose connect must read it itself."""
-        if any(self.get(name) for name in _RELOADING) or self.has_match_final():
-            return None
-        # asyncssh builds a connect's options on a base's `config` and `kwargs`; a base made
-        # without running its __init__ carries only those two.
-        base = SSHClientConnectionOptions.__new__(SSHClientConnectionOptions)
-        base.kwargs = {}
-        base.config = self
-        return base
-
-
 class SSHConfigFile:
     """One run's view of ~/.ssh/config: split once, each host's settings built once; with the
     run's cache of the known_hosts files the hosts' settings name (`known_hosts`) and of which
@@ -201,14 +130,14 @@ class SSHConfigFile:
             return cached.tokens
         stamp = self._stamp(path)
         tokens: list[Token] = []
-        conditionals = HostConfig._conditionals
+        conditionals = CONDITIONALS
         with open(path) as file:
             for line_no, raw in enumerate(file, 1):
                 line = raw.strip()
                 if not line or line[0] == "#":
                     continue
                 loption, args = _split(path, line_no, line, conditionals)
-                if loption in HostConfig._no_split:
+                if loption in NO_SPLIT:
                     args = [line[len(loption) :].strip()]
                 tokens.append((line_no, loption, tuple(args)))
         opened: list[int] = []
@@ -267,6 +196,13 @@ class SSHConfigFile:
 
     def host(self, host: str, user: str | None = None, port: int | None = None) -> HostConfig:
         """The settings for one host (raises OSError or ConfigParseError for a bad file)."""
+        # asyncssh's parser, imported when a host's settings are first asked for.
+        import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
+
+        from asyncssh.config import ConfigParseError as SSHConfigParseError
+
+        from kosmos.hosts.keywords import HostConfig
+
         self._fresh()
         key = (host, user, port)
         config = self._hosts.get(key)
@@ -274,8 +210,11 @@ class SSHConfigFile:
             config = HostConfig(
                 self, None, False, False, False, self.local_user, user or (), host, port or ()
             )
-            for path in self.paths:
-                config.parse(Path(path))
+            try:
+                for path in self.paths:
+                    config.parse(Path(path))
+            except SSHConfigParseError as e:
+                raise ConfigParseError(str(e)) from None
             config.loaded = bool(self.paths)
             self._hosts[key] = config
         return config
@@ -309,6 +248,10 @@ class SSHConfigFile:
         matcher = self._patterns.get(patterns)
         if matcher is None:
             if any(c in patterns for c in "*?!"):
+                import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
+
+                from asyncssh.pattern import WildcardPatternList
+
                 matcher = WildcardPatternList(patterns)
             else:
                 matcher = frozenset(patterns.split(","))
