@@ -21,12 +21,6 @@ from kosmos.tui.messages import HostState
 from kosmos.tui.parts import TuiConfig
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
-from kosmos.tui.screens.chat import (
-    CHAT_SCREEN,
-    ChatScreen,
-    chat_running_commands,
-    chat_stop_command,
-)
 from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import HostKeyModal, QuitModal, SecretModal
@@ -56,6 +50,8 @@ class KosmosApp(App[int]):
         self.prompter = ModalPrompter(self)
         self.pool = HostPool(config.settings, self.prompter, self._host_state, self._host_news)
         self.redactor = self.new_redactor()
+        # The chat (kosmos.chat, its agent and tools) is imported when first opened.
+        self.chat_opened = False
 
     def new_redactor(self) -> Redactor:
         """Every secret kosmos knows of is masked in what it shows, stores or sends; each run
@@ -85,6 +81,9 @@ class KosmosApp(App[int]):
     def action_chat(self) -> None:
         """Show the chat, made once and kept for the app's life (its conversation survives);
         its skills run on the host selected in the main screen's sidebar."""
+        from kosmos.tui.screens.chat import CHAT_SCREEN, ChatScreen
+
+        self.chat_opened = True
         if not self.is_screen_installed(CHAT_SCREEN):
             self.install_screen(
                 ChatScreen(self, lambda: self.main.sidebar.selected_host), CHAT_SCREEN
@@ -109,7 +108,7 @@ class KosmosApp(App[int]):
     async def action_quit(self) -> None:
         # Fleet screens sit above the main one; their hosts' commands count too.
         fleets = [s for s in self.screen_stack if isinstance(s, FleetScreen)]
-        running = self.main.running_commands() + chat_running_commands(self)
+        running = self.main.running_commands() + self._chat_running()
         running += sum(s.running_commands() for s in fleets)
         if not running:
             self.exit(0)
@@ -121,10 +120,21 @@ class KosmosApp(App[int]):
                     controller.stop_command()
                 for feed in (f for s in fleets for f in s.feeds.values()):
                     feed.stop_command()
-                chat_stop_command(self)
+                if self.chat_opened:
+                    from kosmos.tui.screens.chat import chat_stop_command
+
+                    chat_stop_command(self)
                 self.exit(0)
 
         self.push_screen(QuitModal(running), callback=answered)
+
+    def _chat_running(self) -> int:
+        """1 while a skill the chat started runs a command, else 0."""
+        if not self.chat_opened:
+            return 0
+        from kosmos.tui.screens.chat import chat_running_commands
+
+        return chat_running_commands(self)
 
     async def on_unmount(self) -> None:
         await self.pool.close()
