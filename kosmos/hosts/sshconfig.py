@@ -196,17 +196,17 @@ class SSHConfigFile:
 
     def host(self, host: str, user: str | None = None, port: int | None = None) -> HostConfig:
         """The settings for one host (raises OSError or ConfigParseError for a bad file)."""
-        # asyncssh's parser, imported when a host's settings are first asked for.
-        import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
-
-        from asyncssh.config import ConfigParseError as SSHConfigParseError
-
-        from kosmos.hosts.keywords import HostConfig
-
         self._fresh()
         key = (host, user, port)
         config = self._hosts.get(key)
         if config is None:
+            # asyncssh's parser, imported when a host's settings are first asked for.
+            import kosmos.hosts.sshlib  # noqa: F401 (asyncssh without a compiler: see there)
+
+            from asyncssh.config import ConfigParseError as SSHConfigParseError
+
+            from kosmos.hosts.keywords import HostConfig
+
             config = HostConfig(
                 self, None, False, False, False, self.local_user, user or (), host, port or ()
             )

@@ -18,7 +18,7 @@ from kosmos.safety import Redactor
 from kosmos.skills.params import parse_param_flags
 from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
-from kosmos.tui.parts import TuiConfig
+from kosmos.tui.parts import CHAT_SCREEN, TuiConfig
 from kosmos.tui.pool import HostPool
 from kosmos.tui.prompter import ModalPrompter
 from kosmos.tui.screens.fleet import FleetScreen
@@ -50,8 +50,6 @@ class KosmosApp(App[int]):
         self.prompter = ModalPrompter(self)
         self.pool = HostPool(config.settings, self.prompter, self._host_state, self._host_news)
         self.redactor = self.new_redactor()
-        # The chat (kosmos.chat, its agent and tools) is imported when first opened.
-        self.chat_opened = False
 
     def new_redactor(self) -> Redactor:
         """Every secret kosmos knows of is masked in what it shows, stores or sends; each run
@@ -81,10 +79,11 @@ class KosmosApp(App[int]):
     def action_chat(self) -> None:
         """Show the chat, made once and kept for the app's life (its conversation survives);
         its skills run on the host selected in the main screen's sidebar."""
-        from kosmos.tui.screens.chat import CHAT_SCREEN, ChatScreen
-
-        self.chat_opened = True
         if not self.is_screen_installed(CHAT_SCREEN):
+            # kosmos.chat (its agent, tools and catalog) is imported when the chat is first
+            # opened, not with the screen.
+            from kosmos.tui.screens.chat import ChatScreen
+
             self.install_screen(
                 ChatScreen(self, lambda: self.main.sidebar.selected_host), CHAT_SCREEN
             )
@@ -120,7 +119,7 @@ class KosmosApp(App[int]):
                     controller.stop_command()
                 for feed in (f for s in fleets for f in s.feeds.values()):
                     feed.stop_command()
-                if self.chat_opened:
+                if self.is_screen_installed(CHAT_SCREEN):
                     from kosmos.tui.screens.chat import chat_stop_command
 
                     chat_stop_command(self)
@@ -130,7 +129,7 @@ class KosmosApp(App[int]):
 
     def _chat_running(self) -> int:
         """1 while a skill the chat started runs a command, else 0."""
-        if not self.chat_opened:
+        if not self.is_screen_installed(CHAT_SCREEN):
             return 0
         from kosmos.tui.screens.chat import chat_running_commands
 

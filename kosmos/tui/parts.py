@@ -20,6 +20,10 @@ from kosmos.safety import Redactor
 from kosmos.skills.discovery import SkillLibrary
 from kosmos.tui.pool import HostPool
 
+# The chat's screen, by name: installed when the chat is first opened (the app imports
+# kosmos.chat then, not at start).
+CHAT_SCREEN = "chat"
+
 
 @dataclass
 class TuiConfig:

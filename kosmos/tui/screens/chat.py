@@ -30,11 +30,10 @@ from kosmos.runs.skills import HostSkills, host_skills
 from kosmos.skills.model import Skill
 from kosmos.tui.chat_bridge import ConversationOutput, TuiSkillRunner
 from kosmos.tui.messages import EngineEvent, OutputReady, RunStateChanged
-from kosmos.tui.parts import TuiParts
+from kosmos.tui.parts import CHAT_SCREEN, TuiParts
 from kosmos.tui.widgets.chat_conversation import ChatSaid, Conversation
 from kosmos.tui.widgets.keys import Keys
 
-CHAT_SCREEN = "chat"
 IDLE = "say what you need; /help lists the tools"
 BUSY = "working on it… (escape: back to runs; the chat goes on)"
 
