@@ -275,6 +275,42 @@ def test_kosmos_run_headless_changes_nothing(
         assert len(refused) + len(ran) == len(commands) and len(refused) >= len(WRITES)
 
 
+def _spawners_of(cwd: Path) -> list[int]:
+    """The local spawners (prelude/spawn.py) whose kosmos runs in `cwd`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"prelude/spawn.py" not in (proc / "cmdline").read_bytes():
+                continue
+            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if Path(f"/proc/{parent}/cwd").resolve() == cwd.resolve():
+                found.append(int(proc.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.parametrize(("flags", "ready"), [(["--policy", "read-only"], True), (["--yes"], False)])
+def test_the_spawner_is_started_before_the_first_llm_request_where_commands_will_be_locked(
+    flags: list[str], ready: bool, llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    """Its start-up overlaps the lock's probe and the LLM's answer instead of holding up the
+    first command; a run whose commands run outside the lock (--yes) starts none."""
+    seen: list[list[int]] = []
+
+    def reply(record) -> str:
+        seen.append(_spawners_of(project))
+        return "[CMD] ls" if len(seen) == 1 else "[DONE] ok"
+
+    llm.default = reply
+    proc = run_cli(["run", "probe", "--non-interactive", "--json", *flags], env=cli_env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    ran = [e for e in _events(proc.stdout) if e["type"] == "command_finished"]
+    assert [e["locked"] for e in ran] == [ready]
+    assert bool(seen[0]) is ready
+    assert _spawners_of(project) == []
+
+
 @pytest.mark.parametrize("policy", ["read-only", "locked"])
 def test_kosmos_run_over_ssh_changes_nothing(
     policy: str, llm: ScriptedLLM, ssh_cli_env: dict, remote: Sshd, tmp_path: Path

@@ -47,10 +47,19 @@ class Learnt:
     lock: LockStatus | None = None
 
 
-async def learn(runner: Runner, *, fresh: bool, timeout: float, redactor: Redactor) -> Learnt:
+async def learn(
+    runner: Runner, *, fresh: bool, timeout: float, redactor: Redactor, locking: bool = False
+) -> Learnt:
     """A fresh run's knowledge file, then the host's OS. Over SSH the knowledge read asks
-    for the OS too, so the two cost one round trip; a resumed run reads no knowledge."""
+    for the OS too, so the two cost one round trip; a resumed run reads no knowledge.
+
+    `locking`: the policy runs commands in the kernel lock unasked; a runner that starts
+    them from a process of its own (`local`'s spawner) starts it while the host is learnt.
+    """
     learnt = Learnt()
+    ready = getattr(runner, "ready_lock", None) if locking else None
+    if ready is not None:
+        ready()
     if fresh:
         try:
             learnt.knowledge = await knowledge(

@@ -214,6 +214,7 @@ class Session:
             fresh=resume is None,
             timeout=self.options.knowledge_timeout,
             redactor=self.redactor,
+            locking=self.options.policy in ("read-only", "locked"),
         )
         self._kernel, self.os_name = learnt.kernel, learnt.os_name
         self.emit(

@@ -172,7 +172,19 @@ class LocalRunner:
     async def learn_host(self, *, timeout: float) -> None:
         """Learn what the kernel lock can be here (the OS is known without asking)."""
         probe = await self.run(self.host_lock.probe_script(), timeout=timeout)
-        self.host_lock.learn(probe.output.text())
+        status = self.host_lock.learn(probe.output.text())
+        if (status is None or not status.held) and self._spawner is not None:
+            # Started by ready_lock for commands that will not be locked here after all.
+            self._spawner.close()
+            self._spawner = None
+
+    def ready_lock(self) -> None:
+        """Commands will soon run in the kernel lock: start the spawner they start from now.
+        Its start-up (an interpreter's, some 30 ms) then overlaps the lock's probe and the
+        first LLM request instead of holding up the first command."""
+        status = self.host_lock.status
+        if status is None or status.held:
+            self._spawns()
 
     async def close(self) -> None:
         if self._spawner is not None:
