@@ -16,6 +16,7 @@ from kosmos.events import (
     Directive,
     FormatError,
     KnowledgeLoaded,
+    LLMRequest,
     LLMRetry,
     Notice,
 )
@@ -39,6 +40,30 @@ async def test_request_body_has_exactly_the_four_seed_fields(llm: ScriptedLLM) -
     assert req.body["temperature"] == 0.3
     assert req.body["max_tokens"] == 512
     assert "authorization" not in req.headers
+
+
+@pytest.mark.parametrize("mode", ["full", "last_n"])
+async def test_each_request_reports_the_size_of_the_history_it_sends(
+    mode: str, llm: ScriptedLLM
+) -> None:
+    """`sent_messages` and `sent_bytes` are those of the messages sent, as one JSON array of
+    UTF-8 (Cyrillic output is two bytes a letter), at every step of a run."""
+    llm.script("[CMD] printf 'привет\\n'", "[CMD] echo two", "[CMD] echo three", "[DONE] ok")
+    options = SessionOptions(history_mode=mode, history_max=2, policy="auto")
+    run = await run_session(llm.base_url, options=options)
+    assert run.result.status == "done"
+    requests = run.of(LLMRequest)
+    assert len(requests) == len(llm.requests) == 4
+    kept = []
+    for event, sent in zip(requests, llm.requests, strict=True):
+        kept += event.new_messages
+        assert event.sent_messages == len(sent.messages)
+        sent_now = [m for m in kept if m.content in {s["content"] for s in sent.messages}]
+        assert len(sent_now) == len(sent.messages)
+        dumped = json.dumps([m.model_dump() for m in sent_now], ensure_ascii=False)
+        assert event.sent_bytes == len(dumped.encode())
+    assert "привет" in requests[1].new_messages[-1].content
+    assert (requests[-1].sent_messages < len(kept)) is (mode == "last_n")
 
 
 async def test_bearer_header_only_when_a_key_is_set(llm: ScriptedLLM) -> None:
