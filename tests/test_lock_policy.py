@@ -290,7 +290,9 @@ def _spawners_of(cwd: Path) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("flags", "ready"), [(["--policy", "read-only"], True), (["--yes"], False)])
+@pytest.mark.parametrize(
+    ("flags", "ready"), [(["--policy", "read-only"], True), (["--yes"], False)]
+)
 def test_the_spawner_is_started_before_the_first_llm_request_where_commands_will_be_locked(
     flags: list[str], ready: bool, llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
@@ -303,7 +305,9 @@ def test_the_spawner_is_started_before_the_first_llm_request_where_commands_will
         return "[CMD] ls" if len(seen) == 1 else "[DONE] ok"
 
     llm.default = reply
-    proc = run_cli(["run", "probe", "--non-interactive", "--json", *flags], env=cli_env, cwd=project)
+    proc = run_cli(
+        ["run", "probe", "--non-interactive", "--json", *flags], env=cli_env, cwd=project
+    )
     assert proc.returncode == 0, proc.stderr
     ran = [e for e in _events(proc.stdout) if e["type"] == "command_finished"]
     assert [e["locked"] for e in ran] == [ready]
