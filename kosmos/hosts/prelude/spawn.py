@@ -26,8 +26,8 @@ known gets TERM, a second to end, then KILL, and the spawner exits. It ignores t
 terminal or a group kill would send it: it ends only when kosmos has.
 """
 
-# Only modules built into the interpreter at start: the spawner is started with a run's first
-# command, which waits for it. ctypes and the lock's steps load with the first locked command.
+# Only modules built into the interpreter at start; ctypes and the lock's steps load once it
+# is serving (see main): every command kosmos starts from it is a locked one.
 import _signal  # type: ignore[import-not-found]
 import _socket
 import marshal
@@ -55,7 +55,7 @@ KIT: list = []  # type: ignore[type-arg]
 
 def kit():
     """ctypes, struct, lock.py (the python3 prelude, beside this file) and libc's syscall:
-    loaded with the first locked command."""
+    loaded once, before the first locked command where it can be."""
     if not KIT:
         import ctypes
         import struct
@@ -332,6 +332,13 @@ def main():
         _signal.signal(sig, _signal.SIG_IGN)
     sock = _socket.socket(fileno=int(sys.argv[1]))
     os.set_inheritable(sock.fileno(), False)
+    # kosmos starts the spawner ahead of a run's first locked command where it can (while the
+    # run learns its host): what that command needs loads in the meantime. Where it cannot
+    # load, the command that needs it fails as it would have.
+    try:  # noqa: SIM105 (contextlib is not loaded)
+        kit()
+    except Exception:
+        pass
     Spawner(sock).serve()
 
 
