@@ -154,6 +154,17 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - t
 
 
+def _phases(llm: ScriptedLLM, argv: list[str], env: dict[str, str], cwd: Path) -> list[float]:
+    """One whole run, split by the LLM's request times (wall clock, as the server stamps
+    them): [start to the first request, the first step (to the second request), each later
+    step on average, the whole run]."""
+    llm.requests.clear()
+    started = time.time()
+    whole = _timed(argv, env, cwd)
+    at = [r.at for r in llm.requests]
+    return [at[0] - started, at[1] - at[0], (at[-1] - at[1]) / (len(at) - 2), whole]
+
+
 def processes(steps: int, repeat: int, policy: str | None = None) -> None:
     import os
 
@@ -206,24 +217,32 @@ def processes(steps: int, repeat: int, policy: str | None = None) -> None:
             sys.executable, "-c", FLOOR, llm.base_url, str(steps), where
         ]  # fmt: skip
         runs["kosmos run --host box (SSH)"] = [*kosmos_run, "--host", "box"]
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    times: dict[str, list[list[float]]] = {name: [] for name in runs}
     try:
         for argv in runs.values():  # warm-up: page cache, bytecode, sshd's first connection
             _timed(argv, env, tmp)
         for _ in range(repeat):
             for name, argv in runs.items():
-                times[name].append(_timed(argv, env, tmp))
+                times[name].append(_phases(llm, argv, env, tmp))
     finally:
         llm.stop()
         if sshd is not None:
             sshd.stop()
     how = f"--policy {policy}" if policy else "--yes"
     print(f"{steps}-step skill (`{COMMAND}` each step, {how}), whole processes, median of {repeat}")
+    print("  (then, from the LLM's request times: start to the first request, the first step,")
+    print("  each later step)")
+
+    def median(name: str, phase: int) -> float:
+        return statistics.median(run[phase] for run in times[name]) * 1000
+
     names = list(runs)
     for floor, mine in zip(names[::2], names[1::2], strict=True):
-        f, k = statistics.median(times[floor]), statistics.median(times[mine])
-        print(f"  {floor:44} {f * 1000:8.0f} ms")
-        print(f"  {mine:44} {k * 1000:8.0f} ms  ({k / f:.2f}x the floor)")
+        f, k = median(floor, 3), median(mine, 3)
+        lines = ((floor, f"{f:8.0f} ms"), (mine, f"{k:8.0f} ms  ({k / f:.2f}x the floor)"))
+        for name, line in lines:
+            split = f"{median(name, 0):.0f} / {median(name, 1):.1f} / {median(name, 2):.1f} ms"
+            print(f"  {name:44} {line}\n  {'':44} {split}")
 
 
 def main() -> None:
