@@ -53,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +236,11 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         figures["cpu_s"] = time.process_time() - cpu_started
         figures["ui_cpu_s"] = time.thread_time() - ui_started
         for task in tasks:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                # A helper that died early (the key probe: too few keys timed) is reported.
+                error = task.exception()
+                figures.setdefault("errors", []).append(f"{type(error).__name__}: {error}")
+                traceback.print_exception(error, file=sys.stderr)
             task.cancel()
         _stop_profile(profiler, profile)
         await asyncio.sleep(1.0)  # the last frames
@@ -467,6 +473,8 @@ def report(
         f"  key latency busy  {len(mine['latencies'])} keys: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
         f"(aim <= 100), max {worst:.0f} ms (aim <= 250)  {mark(p95 <= 100 and worst <= 250)}"
     )
+    for error in mine.get("errors", []):
+        print(f"                    a helper of the run failed, its figures stop there: {error}")
     if mine.get("key_cpu"):
         cpu = [x * 1000 for x in mine["key_cpu"]]
         print(
@@ -583,7 +591,11 @@ def main() -> None:
                     shown = ref or {k: v for k, v in (mine or {}).items() if k not in lists}
                     if mine and mine["latencies"]:
                         lat = [x * 1000 for x in mine["latencies"]]
-                        shown["key_ms"] = {"p95": percentile(lat, 0.95), "max": max(lat)}
+                        shown["key_ms"] = {
+                            "keys": len(lat),
+                            "p95": percentile(lat, 0.95),
+                            "max": max(lat),
+                        }
                         cpu = [x * 1000 for x in mine["key_cpu"]]
                         shown["key_cpu_ms"] = {"p95": percentile(cpu, 0.95), "max": max(cpu)}
                     print(f"N={n}: {json.dumps(shown)}")
