@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from kosmos.events import Message
@@ -32,3 +33,25 @@ def view(messages: Sequence[Message], mode: str, history_max: int | None) -> lis
     if tail[0].role != "assistant":
         tail = tail[1:]
     return head + tail
+
+
+class Sizes:
+    """The size of the messages a request sends, as one JSON array of UTF-8 (what
+    `LLMRequest.sent_bytes` reports), each message measured once: a long run re-sends its
+    whole history at every step."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Message, int]] = {}
+
+    def of(self, sent: Sequence[Message]) -> int:
+        known: dict[int, tuple[Message, int]] = {}
+        total = 0
+        for m in sent:
+            size = self._known.get(id(m))
+            if size is None or size[0] is not m:
+                size = (m, len(json.dumps(m.model_dump(), ensure_ascii=False).encode()))
+            known[id(m)] = size
+            total += size[1]
+        self._known = known
+        # `[a, b]`: the brackets and a ", " between two messages.
+        return total + 2 + 2 * max(len(sent) - 1, 0)

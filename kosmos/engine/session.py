@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -127,7 +126,7 @@ class Session:
         self._task: asyncio.Task[RunFinished] | None = None
         self._stopped: KosmosError | None = None
         self._sent_upto = 0
-        self._sizes: dict[int, tuple[Message, int]] = {}
+        self._sizes = history.Sizes()
         self._started = 0.0
         # What the system prompt is built from; `_start` fills it in.
         self._parts = SystemParts(skill.name, skill.body)
@@ -410,7 +409,7 @@ class Session:
         sent = history.view(self.messages, self.options.history_mode, self.options.history_max)
         new = self.messages[self._sent_upto :]
         self._sent_upto = len(self.messages)
-        size = self._bytes(sent)
+        size = self._sizes.of(sent)
         self.emit(LLMRequest(step=step, new_messages=new, sent_messages=len(sent), sent_bytes=size))
 
         def on_retry(attempt: int, reason: str, delay: float) -> None:
@@ -443,21 +442,6 @@ class Session:
             )
         )
         return reply
-
-    def _bytes(self, sent: list[Message]) -> int:
-        """The size of `sent` as one JSON array (what `LLMRequest.sent_bytes` reports), each
-        message measured once: a long run re-sends its whole history at every step."""
-        sizes: dict[int, tuple[Message, int]] = {}
-        total = 0
-        for m in sent:
-            known = self._sizes.get(id(m))
-            if known is None or known[0] is not m:
-                known = (m, len(json.dumps(m.model_dump(), ensure_ascii=False).encode()))
-            sizes[id(m)] = known
-            total += known[1]
-        self._sizes = sizes
-        # `[a, b]`: the brackets and a ", " between two messages.
-        return total + 2 + 2 * max(len(sent) - 1, 0)
 
     async def _command(self, parsed: Parsed, step: int, *, rerun: bool = False) -> str:
         def edited(command: str) -> None:
