@@ -66,6 +66,7 @@ sys.path.insert(0, str(ROOT))
 SIZE = (200, 50)
 KEY_EVERY = 0.1  # seconds between two probe keys
 IDLE_S = 5.0  # how long the idle CPU is measured after the run
+AGAIN_S = 5.0  # a bar still showing a command this long after its `A`: the key had no effect
 
 
 def _run_delay() -> float:
@@ -156,7 +157,6 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         started = time.perf_counter()
         cpu_started, ui_started = time.process_time(), time.thread_time()
         await pilot.press("ctrl+r")
-        released: set[str] = set()
 
         def done() -> bool:
             # Not a DOM query: a query walks every widget of the screen, each time.
@@ -166,13 +166,39 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 return controller is not None and controller.result is not None
             return bool(finished)
 
+        notices: list[str] = []
+        notify = screen.notify
+
+        def noted(message: str, *args: Any, **kwargs: Any) -> None:
+            notices.append(f"{time.perf_counter() - started:.1f}s {message}")
+            notify(message, *args, **kwargs)
+
+        screen.notify = noted  # type: ignore[method-assign]
+
         async def approve() -> None:
-            # `A` as soon as each command's bar appears (once per command).
+            # `A` as soon as each command's bar appears (once per command). A bar that still,
+            # or again, shows a command `A` was pressed for is a key without effect: it is
+            # reported with what the screen held, and `A` is pressed again.
+            pressed: dict[tuple[str, bool], tuple[float, Any]] = {}
             while not done():
                 request = screen.bar.request
-                if request is not None and request.proposal.command not in released:
-                    released.add(request.proposal.command)
-                    app.post_message(events.Key("A", "A"))
+                if request is not None:
+                    key = (request.proposal.command, request.proposal.inferred)
+                    now = time.perf_counter()
+                    if key in pressed and now - pressed[key][0] > AGAIN_S:
+                        same = "the same request" if request is pressed[key][1] else "a new one"
+                        figures.setdefault("again", []).append(
+                            f"{now - started:.1f}s: `{key[0]}` (inferred {key[1]}) still shown "
+                            f"{now - pressed[key][0]:.1f} s after `A` ({same}, host "
+                            f"{request.proposal.host}, {len(screen.bar.hosts)} waiting; focus "
+                            f"{type(app.focused).__name__}; run_all allowed "
+                            f"{screen.check_action('run_all', ())}); last notices: "
+                            f"{notices[-3:]}"
+                        )
+                        del pressed[key]
+                    if key not in pressed:
+                        pressed[key] = (now, request)
+                        app.post_message(events.Key("A", "A"))
                 await asyncio.sleep(0.02)
 
         async def probe() -> None:
@@ -473,6 +499,8 @@ def report(
         f"  key latency busy  {len(mine['latencies'])} keys: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
         f"(aim <= 100), max {worst:.0f} ms (aim <= 250)  {mark(p95 <= 100 and worst <= 250)}"
     )
+    for again in mine.get("again", []):
+        print(f"                    `A` had no effect: {again}")
     for error in mine.get("errors", []):
         print(f"                    a helper of the run failed, its figures stop there: {error}")
     if mine.get("key_cpu"):
