@@ -18,7 +18,8 @@ Printed for each size, each figure beside its aim: time to done (TUI: from the s
 the summary on screen; headless: the fleet's own duration), key latency while busy (p50, p95,
 max; how much of each key's wait was the screen's thread's own CPU; and, for the five
 slowest, that CPU, the time the thread was runnable but waiting for a core (the kernel's
-schedstat) and the rest, asleep), the TUI's CPU use while idle after the run, `knowledge_timeout`
+schedstat) and the rest, asleep), the TUI's CPU use while idle after the run (from a second after
+the fleet's process has ended, once the screen has handled what the end sent), `knowledge_timeout`
 notices in each side's transcripts, and peak RSS (the TUI's two processes, the screen's and
 the fleet's, summed).
 
@@ -66,6 +67,7 @@ sys.path.insert(0, str(ROOT))
 SIZE = (200, 50)
 KEY_EVERY = 0.1  # seconds between two probe keys
 IDLE_S = 5.0  # how long the idle CPU is measured after the run
+LOST_S = 2.0  # a probe key not shown this long is reported as lost, and the probe goes on
 AGAIN_S = 5.0  # a bar still showing a command this long after its `A`: the key had no effect
 
 
@@ -221,6 +223,7 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 shown: asyncio.Future[tuple[float, float, float]] = loop.create_future()
                 app.wanted = (want, shown)
                 sent, cpu, queued = time.perf_counter(), time.thread_time(), _run_delay()
+                focus = type(app.focused).__name__
                 app.post_message(events.Key("down" if down else "up", None))
                 while not done():
                     try:
@@ -237,6 +240,14 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                         break  # moved by something else: not counted
                     if not table.has_focus and time.perf_counter() - sent > 0.5:
                         break  # the focus went to a host's view before the key was handled
+                    if time.perf_counter() - sent > LOST_S:
+                        # Not shown, and the cursor did not move: reported, not timed.
+                        figures.setdefault("lost", []).append(
+                            f"{sent - started:.1f}s: row {row} -> {want}, cursor now "
+                            f"{table.cursor_row}; focus {focus} when sent, "
+                            f"{type(app.focused).__name__} now"
+                        )
+                        break
                 app.wanted = None
                 await asyncio.sleep(KEY_EVERY)
 
@@ -269,6 +280,14 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 traceback.print_exception(error, file=sys.stderr)
             task.cancel()
         _stop_profile(profiler, profile)
+        # The run's end: the fleet's process closes every host and transcript and exits, and
+        # the screen draws the summary. The idle window starts once both are done.
+        ended = time.perf_counter()
+        process = screen.process
+        while process is not None and process.running and time.perf_counter() - ended < 60:
+            await asyncio.sleep(0.05)
+        figures["fleet_exit_s"] = time.perf_counter() - ended
+        await pilot.pause()
         await asyncio.sleep(1.0)  # the last frames
         cpu0, wall0 = time.process_time(), time.perf_counter()
         await asyncio.sleep(IDLE_S)
@@ -499,6 +518,9 @@ def report(
         f"  key latency busy  {len(mine['latencies'])} keys: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
         f"(aim <= 100), max {worst:.0f} ms (aim <= 250)  {mark(p95 <= 100 and worst <= 250)}"
     )
+    lost = mine.get("lost", [])
+    if lost:
+        print(f"                    {len(lost)} key(s) not shown within {LOST_S:g} s: {lost[:5]}")
     for again in mine.get("again", []):
         print(f"                    `A` had no effect: {again}")
     for error in mine.get("errors", []):
@@ -523,7 +545,8 @@ def report(
         )
     print(
         f"  idle CPU after    {idle:.1f} % over {IDLE_S:g} s, timers left running: "
-        f"{mine['timers']}  (aim <= 2 %)  {mark(idle <= 2)}"
+        f"{mine['timers']}  (aim <= 2 %)  {mark(idle <= 2)}; from 1 s after the fleet's "
+        f"process ended, {mine['fleet_exit_s']:.1f} s after the summary"
     )
     print(
         f"  knowledge_timeout headless {ref['timeouts']}, TUI {mine['timeouts']}  "
