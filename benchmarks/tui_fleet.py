@@ -514,13 +514,16 @@ def report(
         f"                    (the fleet's own duration in the TUI: {mine['fleet_s']:.1f} s; "
         "the TUI's figure runs from the start key to the summary on screen)"
     )
+    # A key not shown within LOST_S is not among the timed ones, and misses the max by itself.
+    lost = mine.get("lost", [])
+    ok = p95 <= 100 and worst <= 250 and not lost
     print(
         f"  key latency busy  {len(mine['latencies'])} keys: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
-        f"(aim <= 100), max {worst:.0f} ms (aim <= 250)  {mark(p95 <= 100 and worst <= 250)}"
+        f"(aim <= 100), max {worst:.0f} ms (aim <= 250), {len(lost)} not shown within "
+        f"{LOST_S:g} s  {mark(ok)}"
     )
-    lost = mine.get("lost", [])
     if lost:
-        print(f"                    {len(lost)} key(s) not shown within {LOST_S:g} s: {lost[:5]}")
+        print(f"                    the keys not shown: {lost[:5]}")
     for again in mine.get("again", []):
         print(f"                    `A` had no effect: {again}")
     for error in mine.get("errors", []):
@@ -644,6 +647,7 @@ def main() -> None:
                         lat = [x * 1000 for x in mine["latencies"]]
                         shown["key_ms"] = {
                             "keys": len(lat),
+                            "lost": len(mine.get("lost", [])),
                             "p95": percentile(lat, 0.95),
                             "max": max(lat),
                         }
