@@ -9,7 +9,6 @@ from typing import Any
 
 import asyncssh
 from textual.pilot import Pilot
-from textual.widget import Widget
 from textual.widgets import OptionList
 
 from kosmos.chat.catalog import TEXTS
@@ -27,7 +26,7 @@ from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import closed_port, example_chat, load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM, Status
 from tests.sshserver import InProcessSSHServer, write_client_home
-from tests.tuihelpers import until
+from tests.tuihelpers import focused_in, until
 
 SERVICES = load_services_module()
 SIZE = (120, 45)
@@ -91,12 +90,6 @@ def chat_screen(app: KosmosApp) -> ChatScreen:
     screen = app.get_screen("chat")
     assert isinstance(screen, ChatScreen)
     return screen
-
-
-def focused_in(app: KosmosApp, widget: Widget) -> bool:
-    """The focus is on `widget` or inside it (what the operator acts on now)."""
-    focused = app.focused
-    return focused is not None and widget in focused.ancestors_with_self
 
 
 def said(app: KosmosApp, kind: str | None = None) -> list[str]:

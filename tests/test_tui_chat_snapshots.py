@@ -18,7 +18,8 @@ from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM
-from tests.test_tui_chat import chat_app, chat_screen, focused_in, type_line, until, write_skill
+from tests.test_tui_chat import chat_app, chat_screen, type_line, until, write_skill
+from tests.tuihelpers import focused_in
 
 SERVICES = load_services_module()
 

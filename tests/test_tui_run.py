@@ -15,6 +15,7 @@ from tests.llmserver import Hang, ScriptedLLM, Status
 from tests.tuihelpers import (
     awaiting_step,
     finished,
+    focused_in,
     front_view,
     make_app,
     processes_running,
@@ -69,7 +70,11 @@ async def test_ask_required_optional_and_message(llm: ScriptedLLM, home: Path) -
         await pilot.press("ctrl+r")
 
         def asking(step: int):
-            return lambda: step in front_view(app).asks and isinstance(app.focused, Input)
+            def check() -> bool:
+                ask = front_view(app).asks.get(step)
+                return ask is not None and focused_in(app, ask) and isinstance(app.focused, Input)
+
+            return check
 
         await until(pilot, asking(1), "the required question")
         ask = front_view(app).asks[1]

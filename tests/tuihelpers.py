@@ -10,6 +10,7 @@ from pathlib import Path
 from textual.app import App
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from kosmos.config import Settings
 from kosmos.prompts import Prompts
@@ -106,11 +107,20 @@ def front_view(app: KosmosApp) -> RunView:
     return view
 
 
+def focused_in(app: App, widget: Widget) -> bool:
+    """The focus is on `widget` or inside it (what the operator acts on now)."""
+    focused = app.focused
+    return focused is not None and widget in focused.ancestors_with_self
+
+
 def awaiting_step(app: KosmosApp, step: int) -> Callable[[], bool]:
+    """The front run's step awaits approval and has the focus: the operator sees it asked (a
+    key pressed before then is not for it)."""
+
     def check() -> bool:
         view = app.main.front_view()
         widget = view.cmd_steps.get(step) if view else None
-        return isinstance(widget, CmdStep) and widget.awaiting and app.focused is not None
+        return isinstance(widget, CmdStep) and widget.awaiting and focused_in(app, widget)
 
     return check
 

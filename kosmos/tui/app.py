@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from textual.app import App
 from textual.binding import Binding
 
 from kosmos.config import Settings
@@ -16,6 +15,7 @@ from kosmos.runs.redactor import run_redactor
 from kosmos.runs.skills import skill_library
 from kosmos.safety import Redactor
 from kosmos.skills.params import parse_param_flags
+from kosmos.tui.focus import KeyRoutingApp
 from kosmos.tui.hostlist import host_choices
 from kosmos.tui.messages import HostState
 from kosmos.tui.parts import CHAT_SCREEN, TuiConfig
@@ -28,7 +28,7 @@ from kosmos.tui.screens.modals import HostKeyModal, QuitModal, SecretModal
 __all__ = ["KosmosApp", "TuiConfig", "run_tui"]
 
 
-class KosmosApp(App[int]):
+class KosmosApp(KeyRoutingApp):
     """The operator's cockpit: choose a host and a skill, run it, approve its steps.
 
     It is the `TuiParts` its screens are given (config, pool, prompter, redactors)."""

@@ -138,8 +138,9 @@ class HostView:
         # What the run waits on takes the focus; the view itself only when it waits on
         # nothing and was opened. Focusing a view restyles every step in it (a host's view
         # has dozens): a view that comes up for a question answered meanwhile leaves the
-        # focus where it is.
+        # focus where it is. A host that asked takes it by itself: a key pressed before
+        # then goes where it was pressed (kosmos.tui.focus).
         if view.pending is not None and focus:
-            view.call_after_refresh(view.focus_pending)
+            view.call_after_refresh(view.focus_pending, focus == "pending")
         elif focus == "view":
             view.focus()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from kosmos.engine.guard import visible
@@ -76,11 +77,10 @@ class ActionStep(FocusableStep):
         risk.set_class(True, "shown")
         self.query_one("#actions").set_class(True, "shown")
         self.refresh_bindings()
-        self.focus_input()
 
-    def focus_input(self) -> None:
-        if self.awaiting:
-            self.focus()
+    def focus_target(self) -> Widget | None:
+        """What takes the focus while the step waits (its run focuses it)."""
+        return self if self.awaiting else None
 
     def finished(self, event: FileRead | MemoryAction) -> None:
         """What became of it: done (with its size), an error, skipped or refused."""

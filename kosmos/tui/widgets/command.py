@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from kosmos.engine.guard import visible
@@ -131,19 +132,16 @@ class CmdStep(FocusableStep):
             risk.update(visible(" · ".join(notes)))
             risk.set_class(True, "shown")
         self.query_one("#actions").set_class(True, "shown")
-        self._keys_changed()
-        self.focus_input()
+        self._keys_changed()  # its run focuses it
 
-    def focus_input(self) -> None:
-        """Focus what the operator acts on now."""
+    def focus_target(self) -> Widget | None:
+        """What the operator acts on now."""
         inputs = {widget.id: widget for widget in self.query(Input)}  # none before a request
         for name in ("confirm-input", "edit-input"):
             widget = inputs.get(name)
             if widget is not None and widget.has_class("shown"):
-                widget.focus()
-                return
-        if self.awaiting:
-            self.focus()
+                return widget
+        return self if self.awaiting else None
 
     def decided(self, decision: str, command: str, reason: str = "") -> None:
         self.awaiting = False
@@ -258,7 +256,9 @@ class CmdStep(FocusableStep):
     def action_cancel_edit(self) -> None:
         self.query("#edit-input, #confirm-input").set_class(False, "shown")
         self._say("")
-        self.focus_input()
+        target = self.focus_target()
+        if target is not None:
+            target.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

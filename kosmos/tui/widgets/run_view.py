@@ -33,6 +33,7 @@ from kosmos.events import (
     RunStarted,
     SkillFolderReady,
 )
+from kosmos.tui.focus import KeyRoutingApp
 from kosmos.tui.messages import (
     ApprovalNeeded,
     Decided,
@@ -115,15 +116,23 @@ class RunView(VerticalScroll):
     def _wait_for(self, widget: Widget) -> None:
         self.pending = widget
         self.post_message(RunStateChanged(self.id or ""))
-        self.call_after_refresh(self.focus_pending)
+        self.call_after_refresh(self.focus_pending, True)
 
-    def focus_pending(self) -> None:
-        """Focus what this run waits on (if its tab is in front)."""
+    def focus_pending(self, by_itself: bool = False) -> None:
+        """Focus what this run waits on (if its tab is in front). `by_itself`: the run
+        started to wait, the operator did not ask for it (a key pressed before then is not
+        for it: kosmos.tui.focus)."""
         widget = self.pending
         if widget is not None and widget.is_attached and widget.display:
-            focus = getattr(widget, "focus_input", None)
-            if focus is not None:
-                focus()
+            what = getattr(widget, "focus_target", None)
+            target = what() if what is not None else None
+            app = self.app
+            if target is None:
+                pass
+            elif by_itself and isinstance(app, KeyRoutingApp):
+                app.take_focus(target, self)
+            else:
+                target.focus()
             self.scroll_to_widget(widget, animate=False)
 
     @property

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Markdown, Static
 
 from kosmos.engine.guard import visible
@@ -47,9 +48,9 @@ class AskStep(Vertical):
         yield Input(placeholder=hint, id="answer")
         yield Static("", classes="step-error", id="error", markup=False)
 
-    def focus_input(self) -> None:
-        if self.awaiting:
-            self.query_one("#answer", Input).focus()
+    def focus_target(self) -> Widget | None:
+        """What takes the focus while the step waits."""
+        return self.query_one("#answer", Input) if self.awaiting else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "skip":
@@ -179,9 +180,9 @@ class ErrorCard(Vertical):
             yield Button("Retry", variant="warning", id="retry", compact=True)
             yield Button("End run", id="give-up", compact=True)
 
-    def focus_input(self) -> None:
-        if self.awaiting:
-            self.query_one("#retry", Button).focus()
+    def focus_target(self) -> Widget | None:
+        """What takes the focus while the card waits."""
+        return self.query_one("#retry", Button) if self.awaiting else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.awaiting if action in ("retry", "give_up") else True
