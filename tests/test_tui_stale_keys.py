@@ -14,6 +14,7 @@ from typing import Any
 from textual import events
 
 from kosmos.tui.app import KosmosApp
+from kosmos.tui.focus import REACT_S
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import relevant, select
@@ -51,6 +52,31 @@ async def test_a_second_enter_pressed_before_the_next_command_showed_does_not_ru
         await pilot.press("enter")  # pressed with the command in sight: it runs
         await until(pilot, finished(app), "the run's end")
         assert step.state == "ok" and len(llm.requests) == 3
+
+
+async def test_an_enter_pressed_as_the_command_was_drawn_does_not_run_it(
+    llm: ScriptedLLM, home: Path
+) -> None:
+    llm.script("[CMD] echo one", "[DONE] ok")
+    app = make_app(llm.base_url, home, params={"unit": "nginx"})
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+r")
+        await until(pilot, awaiting_step(app, 1), "step 1 awaiting approval")
+        taken = app.focus_taken
+        assert taken is not None and taken.shown_at is not None
+        # Pressed a tenth of a second after the frame that showed the command: too soon to
+        # have read it. The one pressed at the end of the window is an answer.
+        soon = pressed_now(app, "enter", "\r")
+        soon.time = taken.shown_at + REACT_S / 3
+        app.post_message(soon)
+        await pilot.pause(0.5)
+        step = front_view(app).cmd_steps[1]
+        assert step.awaiting and app.focused is step and len(llm.requests) == 1
+        read = pressed_now(app, "enter", "\r")
+        read.time = taken.shown_at + REACT_S
+        app.post_message(read)
+        await until(pilot, finished(app), "the run's end")
+        assert step.state == "ok"
 
 
 async def test_keys_meant_for_the_host_table_stay_there_when_a_host_asks(

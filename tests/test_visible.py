@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 from kosmos.engine.guard import visible, visible_output
+from kosmos.tui.focus import REACT_S
 from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
 from tests.tmux import Terminal, wait
@@ -84,6 +86,7 @@ def test_the_tui_shows_the_escapes_of_a_command(
     wait(lambda: "awaiting approval" in term.screen(), "the approval")
     screen = term.screen()
     assert "␛[1G␛[2Kpython3 -c" in screen, screen
+    time.sleep(REACT_S + 0.1)  # read before deciding: a key sooner is not an answer
     term.keys("s")
     wait(lambda: "nothing ran" in term.screen(), "the run's end")
     assert not (tmp_path / "victim.txt").exists()

@@ -17,6 +17,7 @@ from kosmos.prompts import Prompts
 from kosmos.runs.skills import skill_library
 from kosmos.skills.discovery import SkillLibrary
 from kosmos.tui.app import KosmosApp, TuiConfig
+from kosmos.tui.focus import KeyRoutingApp
 from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 
@@ -86,12 +87,14 @@ def make_app(
 
 
 async def until(pilot: Pilot, check: Callable[[], object], what: str, limit: float = 20) -> None:
-    """Let the app run until `check()` is true; fail naming `what` if it never gets there."""
+    """Let the app run until `check()` is true, and a key pressed then goes where the focus is
+    (as an operator's key: kosmos.tui.focus); fail naming `what` if it never gets there."""
     deadline = time.monotonic() + limit
+    app = pilot.app
 
     def ready() -> object:
         try:
-            return check()
+            return check() and (not isinstance(app, KeyRoutingApp) or app.keys_settled)
         except NoMatches:  # not composed yet
             return False
 
