@@ -21,12 +21,11 @@ from kosmos.tui.app import KosmosApp, TuiConfig
 from kosmos.tui.screens.chat import ChatScreen
 from kosmos.tui.screens.main import MainScreen
 from kosmos.tui.screens.modals import QuitModal
-from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import closed_port, example_chat, load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM, Status
 from tests.sshserver import InProcessSSHServer, write_client_home
-from tests.tuihelpers import focused_in, until
+from tests.tuihelpers import awaiting_step, until
 
 SERVICES = load_services_module()
 SIZE = (120, 45)
@@ -90,6 +89,16 @@ def chat_screen(app: KosmosApp) -> ChatScreen:
     screen = app.get_screen("chat")
     assert isinstance(screen, ChatScreen)
     return screen
+
+
+def chat_step_awaiting(app: KosmosApp) -> Callable[[], bool]:
+    """The chat's skill run's first command awaits approval, focused."""
+
+    def run() -> RunView | None:
+        views = chat_screen(app).conversation.query(RunView)
+        return views.first(RunView) if views else None
+
+    return awaiting_step(app, 1, run)
 
 
 def said(app: KosmosApp, kind: str | None = None) -> list[str]:
@@ -159,13 +168,10 @@ async def test_a_chosen_skill_runs_in_the_chat_with_approval(
 
         await until(pilot, told, "a notice that the chat's run waits")
 
-        def awaiting() -> bool:
-            views = list(chat_screen(app).conversation.query(RunView))
-            step = views[0].cmd_steps.get(1) if views else None
-            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
-
         await pilot.press("ctrl+t")
-        await until(pilot, awaiting, "the command awaiting approval in the chat, focused")
+        await until(
+            pilot, chat_step_awaiting(app), "the command awaiting approval in the chat, focused"
+        )
         view = chat_screen(app).conversation.query_one(RunView)
         assert chat_screen(app).busy  # the chat waits for the run
         assert len(llm.requests) == 3  # classify, select, the skill's first step: nothing ran
@@ -276,12 +282,7 @@ async def test_the_hosts_own_skills_become_tools_and_run_there(
         assert en("host_changed", host="inproc") in said(app, "note")
         await type_line(pilot, app, "is cron ok there?")
 
-        def awaiting() -> bool:
-            view = chat_screen(app).conversation.query(RunView)
-            step = view.first(RunView).cmd_steps.get(1) if view else None
-            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
-
-        await until(pilot, awaiting, "the command awaiting approval")
+        await until(pilot, chat_step_awaiting(app), "the command awaiting approval")
         await pilot.press("enter")
         done = en("skill_done", skill="svc", message="cron is fine there")
         await until(pilot, lambda: done in said(app, "result"), "the summary")
@@ -302,12 +303,7 @@ async def test_quitting_asks_while_a_chat_skill_runs_a_command_and_ctrl_c_stops_
         await type_line(pilot, app, "is cron ok?")
         screen = chat_screen(app)
 
-        def awaiting() -> bool:
-            views = screen.conversation.query(RunView)
-            step = views.first(RunView).cmd_steps.get(1) if views else None
-            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
-
-        await until(pilot, awaiting, "the command awaiting approval")
+        await until(pilot, chat_step_awaiting(app), "the command awaiting approval")
         await pilot.press("enter")
         await until(pilot, lambda: screen.skills.command_running, "the command running")
         assert screen.check_action("stop_command", ()) is True

@@ -14,12 +14,17 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
-from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import load_services_module, relevant, select
 from tests.llmserver import ScriptedLLM
-from tests.test_tui_chat import chat_app, chat_screen, type_line, until, write_skill
-from tests.tuihelpers import focused_in
+from tests.test_tui_chat import (
+    chat_app,
+    chat_screen,
+    chat_step_awaiting,
+    type_line,
+    until,
+    write_skill,
+)
 
 SERVICES = load_services_module()
 
@@ -45,12 +50,7 @@ def test_chat_with_a_skill_awaiting_approval(
         await type_line(pilot, app, "a haiku about autumn")
         await type_line(pilot, app, "is cron ok?")
 
-        def awaiting() -> bool:
-            views = chat_screen(app).conversation.query(RunView)
-            step = views.first(RunView).cmd_steps.get(1) if views else None
-            return isinstance(step, CmdStep) and step.awaiting and focused_in(app, step)
-
-        await until(pilot, awaiting, "the command awaiting approval")
+        await until(pilot, chat_step_awaiting(app), "the command awaiting approval")
         # The transcript's name carries the time: show a fixed one.
         view = chat_screen(app).conversation.query_one(RunView)
         view.query_one("#run-title", Static).update("probe @ local · transcript probe.jsonl")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from textual.widgets import Input, OptionList, Select
 
 from kosmos.engine.operator import Approval, CommandProposal
-from kosmos.tui.app import KosmosApp
 from kosmos.tui.hostlist import host_choices
 from kosmos.tui.operator import TuiOperator
 from kosmos.tui.screens.modals import HostKeyModal, SecretModal
@@ -17,7 +15,7 @@ from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.skill_form import ParamsForm, SkillPanel
 from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
-from tests.tuihelpers import finished, make_app, until, write_skill
+from tests.tuihelpers import awaiting_step, finished, make_app, until, write_skill
 
 
 def _error(app, name: str) -> str:
@@ -103,17 +101,6 @@ async def test_secret_modal_is_masked_and_returns_the_secret(llm: ScriptedLLM, h
         assert await asked is None
 
 
-def asked(app: KosmosApp, view: RunView, step: int) -> Callable[[], bool]:
-    """The step awaits the operator's word and has the focus: the operator sees it asked (a
-    key pressed before that is not for it)."""
-
-    def check() -> bool:
-        widget = view.cmd_steps.get(step)
-        return widget is not None and widget.awaiting and app.focused is widget
-
-    return check
-
-
 async def test_dangerous_command_needs_the_host_name(llm: ScriptedLLM, home: Path) -> None:
     app = make_app(llm.base_url, home, skill=None)
     async with app.run_test(size=(140, 45)) as pilot:
@@ -125,7 +112,7 @@ async def test_dangerous_command_needs_the_host_name(llm: ScriptedLLM, home: Pat
             step=1, command="rm -rf /srv/data", host="db1", risk="dangerous", reason="deletes"
         )
         decided = asyncio.ensure_future(operator.approve(proposal))
-        await until(pilot, asked(app, view, 1), "asked, the step focused")
+        await until(pilot, awaiting_step(app, 1, lambda: view), "asked, the step focused")
         step = view.cmd_steps[1]
         assert "dangerous" in str(step.query_one("#risk").render())
         await pilot.press("enter")  # Run: asks for the host name instead of running
@@ -149,7 +136,7 @@ async def test_editing_a_dangerous_command_still_needs_the_host_name(
         view.operator = operator
         proposal = CommandProposal(step=2, command="rm -rf /srv/a", host="db1", risk="dangerous")
         decided = asyncio.ensure_future(operator.approve(proposal))
-        await until(pilot, asked(app, view, 2), "asked, the step focused")
+        await until(pilot, awaiting_step(app, 2, lambda: view), "asked, the step focused")
         await pilot.press("e", "backspace", "b", "enter")
         step = view.cmd_steps[2]
         assert app.focused is step.query_one("#confirm-input") and not decided.done()
@@ -166,7 +153,7 @@ async def test_read_only_proposal_offers_auto_approve(llm: ScriptedLLM, home: Pa
         view.operator = operator
         proposal = CommandProposal(step=4, command="df -h", host="local", risk="read_only")
         decided = asyncio.ensure_future(operator.approve(proposal))
-        await until(pilot, asked(app, view, 4), "asked, the step focused")
+        await until(pilot, awaiting_step(app, 4, lambda: view), "asked, the step focused")
         await pilot.press("a")
         approval = await decided
         assert approval.action == "run" and approval.auto_read_only

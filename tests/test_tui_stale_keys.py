@@ -15,11 +15,10 @@ from textual import events
 
 from kosmos.tui.app import KosmosApp
 from kosmos.tui.focus import REACT_S
-from kosmos.tui.widgets.command import CmdStep
 from kosmos.tui.widgets.run_view import RunView
 from tests.chatkit import relevant, select
 from tests.llmserver import ScriptedLLM
-from tests.test_tui_chat import chat_app, chat_screen, type_line, write_skill
+from tests.test_tui_chat import chat_app, chat_screen, chat_step_awaiting, type_line, write_skill
 from tests.test_tui_fleet import fleet_app, fleet_screen, start_fleet, waiting_on
 from tests.tuihelpers import awaiting_step, finished, front_view, make_app, until
 
@@ -128,12 +127,7 @@ async def test_a_key_typed_in_the_chat_stays_in_the_chat_when_its_skill_asks(
         typed = pressed_now(app, "s", "s")  # for what had the focus: not "skip"
         gate.set()
 
-        def awaiting() -> bool:
-            views = list(screen.conversation.query(RunView))
-            step = views[0].cmd_steps.get(1) if views else None
-            return isinstance(step, CmdStep) and step.awaiting and app.focused is step
-
-        await until(pilot, awaiting, "the command awaiting approval, focused")
+        await until(pilot, chat_step_awaiting(app), "the command awaiting approval, focused")
         step = screen.conversation.query_one(RunView).cmd_steps[1]
         app.post_message(typed)
         await pilot.pause(0.5)

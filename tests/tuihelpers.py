@@ -116,12 +116,14 @@ def focused_in(app: App, widget: Widget) -> bool:
     return focused is not None and widget in focused.ancestors_with_self
 
 
-def awaiting_step(app: KosmosApp, step: int) -> Callable[[], bool]:
-    """The front run's step awaits approval and has the focus: the operator sees it asked (a
-    key pressed before then is not for it)."""
+def awaiting_step(
+    app: KosmosApp, step: int, run: Callable[[], RunView | None] | None = None
+) -> Callable[[], bool]:
+    """The run's step awaits approval and has the focus: the operator sees it asked (a key
+    pressed before then is not for it). `run`: the run's view (default: the front tab's)."""
 
     def check() -> bool:
-        view = app.main.front_view()
+        view = run() if run is not None else app.main.front_view()
         widget = view.cmd_steps.get(step) if view else None
         return isinstance(widget, CmdStep) and widget.awaiting and focused_in(app, widget)
 

@@ -141,6 +141,6 @@ class HostView:
         # focus where it is. A host that asked takes it by itself: a key pressed before
         # then goes where it was pressed (kosmos.tui.focus).
         if view.pending is not None and focus:
-            view.call_after_refresh(view.focus_pending, focus == "pending")
+            view.call_after_refresh(view.focus_pending, by_itself=focus == "pending")
         elif focus == "view":
             view.focus()

@@ -35,7 +35,6 @@ from textual.widget import Widget
 # Seconds after the frame that shows a step focused during which a key is not for it.
 REACT_S = 0.3
 
-
 # A frame held back longer than this (a fleet host's view being built) counts as drawn then.
 SHOWN_AT_MOST_S = 1.0
 
@@ -88,20 +87,28 @@ class KeyRoutingApp(App[int]):
         return moved is None or moved.answers(time.monotonic())
 
     async def on_event(self, event: events.Event) -> None:
-        moved = self.focus_taken
-        if moved is not None and isinstance(event, events.Key) and not event.is_forwarded:
-            bound = self.active_bindings.get(event.key)
-            if bound is not None and bound.binding.priority:
-                pass  # the app's own key (quit), whatever has the focus
-            elif moved.answers(event.time) or self.screen.focused is not moved.taker:
-                self.focus_taken = None  # pressed once it could be seen, or the focus moved again
-            elif self._usable(moved):
-                self.focus_taken = None
-                self.screen.set_focus(moved.before, scroll_visible=False)
-            else:
-                self.bell()
-                return
+        if isinstance(event, events.Key) and not event.is_forwarded and not self._route(event):
+            self.bell()
+            return
         await super().on_event(event)
+
+    def _route(self, key: events.Key) -> bool:
+        """Give the focus back to where `key` was pressed if it is not for what took it;
+        False: the key is dropped."""
+        moved = self.focus_taken
+        if moved is None:
+            return True
+        bound = self.active_bindings.get(key.key)
+        if bound is not None and bound.binding.priority:
+            return True  # the app's own key (quit), whatever has the focus
+        if moved.answers(key.time) or self.screen.focused is not moved.taker:
+            self.focus_taken = None  # pressed once it could be seen, or the focus moved again
+            return True
+        if not self._usable(moved):
+            return False
+        self.focus_taken = None
+        self.screen.set_focus(moved.before, scroll_visible=False)
+        return True
 
     def _usable(self, moved: FocusTaken) -> bool:
         """Whether the key can go back to where it was pressed."""

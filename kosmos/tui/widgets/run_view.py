@@ -116,7 +116,7 @@ class RunView(VerticalScroll):
     def _wait_for(self, widget: Widget) -> None:
         self.pending = widget
         self.post_message(RunStateChanged(self.id or ""))
-        self.call_after_refresh(self.focus_pending, True)
+        self.call_after_refresh(self.focus_pending, by_itself=True)
 
     def focus_pending(self, by_itself: bool = False) -> None:
         """Focus what this run waits on (if its tab is in front). `by_itself`: the run
@@ -126,12 +126,9 @@ class RunView(VerticalScroll):
         if widget is not None and widget.is_attached and widget.display:
             what = getattr(widget, "focus_target", None)
             target = what() if what is not None else None
-            app = self.app
-            if target is None:
-                pass
-            elif by_itself and isinstance(app, KeyRoutingApp):
-                app.take_focus(target, self)
-            else:
+            if target is not None and by_itself and isinstance(self.app, KeyRoutingApp):
+                self.app.take_focus(target, self)
+            elif target is not None:
                 target.focus()
             self.scroll_to_widget(widget, animate=False)
 
