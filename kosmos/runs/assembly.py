@@ -24,7 +24,6 @@ from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import RecordError
 from kosmos.events import Event, RunFinished, RunStarted
 from kosmos.hosts.runner import Runner
-from kosmos.llm.factory import make_provider
 from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
 from kosmos.runs.policy import resolve_policy
@@ -211,6 +210,8 @@ def prepare_run(
 
         provider, operator = replay_parts(replay, operator)
     else:
+        from kosmos.llm.factory import make_provider  # httpx: not for a screen that never runs one
+
         provider = make_provider(settings)
     session = Session(
         skill,

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from kosmos.config import Settings
 from kosmos.engine.params_dialog import DialogStalled, ParamCollector, ParamDialog
 from kosmos.events import Emit, Notice
-from kosmos.llm.factory import make_provider
 from kosmos.llm.provider import CapabilityRejected
 from kosmos.prompts import Prompts
 from kosmos.skills.model import Skill
@@ -37,6 +36,8 @@ async def run_dialogue(
     """The params confirmed in the dialogue (over `given`); None when the LLM turned out not to
     call tools: `on_fallback` hears why, and the front end asks its plain way instead.
     Raises InputNeeded when the operator leaves the dialogue, LLMError when the LLM fails."""
+    from kosmos.llm.factory import make_provider  # httpx: not for a screen that never runs one
+
     provider = make_provider(settings)
     collector = ParamCollector(skill, provider, prompts, dialog, emit=emit, given=given)
     try:
