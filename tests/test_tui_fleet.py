@@ -16,7 +16,7 @@ from kosmos.transcript import read_transcript
 from kosmos.tui.app import KosmosApp
 from kosmos.tui.screens.fleet import FleetScreen
 from kosmos.tui.widgets.command import CmdStep
-from kosmos.tui.widgets.fleet_approval import FleetSummary
+from kosmos.tui.widgets.fleet_approval import FleetSummary, SummaryTable
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.step_head import StepHead
 from kosmos.tui.widgets.steps import DoneCard
@@ -130,7 +130,7 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
             assert view.query_one(DoneCard).result.status == "done"
         summary = screen.query_one(FleetSummary)
         assert summary.result.exit_code == 0 and summary.result.counts == {"done": 3}
-        table = str(summary.query_one("#summary-table").render())
+        table = summary.query_one(SummaryTable).text
         assert all(n in table for n in names) and "LAST EXIT" in table
         run_dir = screen.controller.run_dir
         await pilot.press("ctrl+w")

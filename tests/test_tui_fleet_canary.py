@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from kosmos.tui.screens.fleet import FleetScreen
-from kosmos.tui.widgets.fleet_approval import FleetSummary
+from kosmos.tui.widgets.fleet_approval import FleetSummary, SummaryTable
 from tests.conftest import run_cli
 from tests.fleethelpers import host_of, scripted
 from tests.llmserver import Recorded, ScriptedLLM
@@ -60,7 +60,7 @@ async def test_the_canary_picked_by_key_runs_first_and_the_others_replay_it(
             "web2": "canary",
             "web3": "replay",
         }
-        table = str(screen.query_one(FleetSummary).query_one("#summary-table").render())
+        table = screen.query_one(FleetSummary).query_one(SummaryTable).text
         assert "MODE" in table and "canary" in table
     # Only the canary spoke to the LLM; the others replayed its replies.
     assert {host_of(r) for r in llm.requests} == {"web2"}

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from kosmos.events import CommandDecision, CommandFinished
 from kosmos.transcript import read_transcript
 from kosmos.tui.fleet_wire import RunRow
-from kosmos.tui.widgets.fleet_approval import FleetSummary
+from kosmos.tui.widgets.fleet_approval import FleetSummary, SummaryTable
 from kosmos.tui.widgets.fleet_table import FleetTable
 from kosmos.tui.widgets.run_view import RunView
 from kosmos.tui.widgets.steps import Note
@@ -150,15 +150,17 @@ async def test_the_summary_scrolls_and_the_host_shown_stays_in_view(
         screen = fleet_screen(app)
         await pilot.pause()
         summary = screen.query_one(FleetSummary)
-        # Forty rows of hosts, in an area of at most twelve lines that scrolls.
-        assert summary.outer_size.height <= 12 and summary.max_scroll_y > 0
+        rows = summary.query_one(SummaryTable)
+        # Forty rows of hosts, in an area of at most twelve lines whose rows scroll.
+        assert summary.outer_size.height <= 12 and rows.max_scroll_y > 0
+        assert len(rows.lines) == 41 and rows.lines[-1].startswith("n39")
         view = screen.view
         await until(pilot, lambda: view.result is not None, "the host's run shown")
         assert view.region.height >= 8
         assert view.region.bottom <= screen.query_one("Keys").region.y
-        summary.scroll_end(animate=False)
+        rows.scroll_end(animate=False)
         await pilot.pause()
-        assert summary.scroll_y == summary.max_scroll_y
+        assert rows.scroll_y == rows.max_scroll_y
         assert view.region.height >= 8 and screen.shown_host == "n00"
 
 

@@ -14,6 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from kosmos.tui.widgets.fleet_approval import SummaryTable
 from kosmos.tui.widgets.step_head import StepHead
 from tests.llmserver import ScriptedLLM
 from tests.test_tui_fleet import fleet_app, fleet_done, start_fleet, waiting_on
@@ -33,8 +34,10 @@ def _mask(pilot: Pilot) -> None:
     for run in screen.fleet_runs:
         run.started = run.finished = 1.0  # elapsed: 0.0s
     screen.table.tick()
-    table = screen.query_one("#summary-table", Static)
-    table.update(re.sub(r"\d+\.\ds", "0.0s", str(table.render())))
+    table = screen.query_one(SummaryTable)
+    lines = [re.sub(r"\d+\.\ds", "0.0s", line) for line in table.lines]
+    table.clear()
+    table.write_lines(lines)
     screen.query_one("#summary-stats", Static).update("duration: 0.0 s · exit code: 0")
     for view in [screen.view]:
         view.query_one("#run-title", Static).update(view.run_title)

@@ -11,6 +11,8 @@ decisions handed back.
 from __future__ import annotations
 
 import json
+import pickle
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +39,8 @@ KEPT_OUTPUT = 32 * 1024
 
 # The `type`s of the events that start a command, and of those that end it.
 STARTS = CommandStarted.model_fields["type"].default
-ENDS = {kind.model_fields["type"].default for kind in (CommandFinished, RunFinished)}
+FINISHED = RunFinished.model_fields["type"].default
+ENDS = {CommandFinished.model_fields["type"].default, FINISHED}
 
 
 def _message(ask: Ask) -> Message:
@@ -59,10 +62,12 @@ class HostFeed:
         # answer for every host" box; both set when the fleet starts.
         self.send: Callable[[Any], bool] = lambda item: False
         self.answer_all: Callable[[], bool] = lambda: False
-        # The host's events, slimmed, as the JSON lines the fleet sent: a thousand hosts'
-        # stories stay small, and are parsed only when one is shown.
+        # The host's events, slimmed, as the JSON lines the fleet sent, and its output per
+        # step: parsed only when the host is shown. Once its run has ended, both are kept
+        # compressed (`_packed`): a thousand finished hosts' stories stay small.
         self._story: list[str] = []
-        self.kept: dict[int, str] = {}
+        self._kept: dict[int, str] = {}
+        self._packed = b""
         self.view: RunView | None = None
         self.output = StepOutputs()
         self.command_running = False
@@ -71,7 +76,19 @@ class HostFeed:
     @property
     def events(self) -> list[Event]:
         """The host's events so far (as a view built now gets them)."""
-        return [parse_event(json.loads(line)) for line in self._story]
+        return [parse_event(json.loads(line)) for line in self._stored()[0]]
+
+    def _stored(self) -> tuple[list[str], dict[int, str]]:
+        """The host's story so far (its events' lines) and the newest output of each step."""
+        if self._packed:
+            story, kept = pickle.loads(zlib.decompress(self._packed))
+            return story, kept
+        return self._story, self._kept
+
+    def _pack(self) -> None:
+        """The ended run's story and output, compressed (a view unpacks them when built)."""
+        self._packed = zlib.compress(pickle.dumps(self._stored()))
+        self._story, self._kept = [], {}
 
     # -- the view -------------------------------------------------------------------------
 
@@ -83,10 +100,12 @@ class HostFeed:
         view.controller = self  # type: ignore[assignment]
         view.operator = self  # type: ignore[assignment]
         self.output = StepOutputs()
-        for event in self.events:
+        story, kept = self._stored()
+        for line in story:
+            event = parse_event(json.loads(line))
             view.post_message(EngineEvent(event))
-            if isinstance(event, CommandStarted) and event.step in self.kept:
-                self.output.feed(event.step, self.kept[event.step])
+            if isinstance(event, CommandStarted) and event.step in kept:
+                self.output.feed(event.step, kept[event.step])
                 view.post_message(OutputReady(event.step))
         if self.asking is not None:
             view.post_message(_message(self.asking))
@@ -117,9 +136,12 @@ class HostFeed:
     def take(self, item: Told | Output) -> None:
         """One of the host's events, kept and (if the host is shown) passed to its view."""
         view = self.view
+        if self._packed:  # more after the run's end (a retry): kept as it comes again
+            self._story, self._kept = self._stored()
+            self._packed = b""
         if isinstance(item, Output):
-            kept = self.kept.get(item.step, "") + item.text
-            self.kept[item.step] = kept[-KEPT_OUTPUT:]
+            kept = self._kept.get(item.step, "") + item.text
+            self._kept[item.step] = kept[-KEPT_OUTPUT:]
             # Batched as in a single run: one queued message per burst, not per chunk.
             if view is not None and self.output.feed(item.step, item.text):
                 view.post_message(OutputReady(item.step))
@@ -129,6 +151,8 @@ class HostFeed:
             self.command_running = True
         elif item.type in ENDS:
             self.command_running = False
+            if item.type == FINISHED:
+                self._pack()
         if view is not None:
             view.post_message(EngineEvent(parse_event(json.loads(item.line))))
 

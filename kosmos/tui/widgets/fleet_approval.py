@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Button, Checkbox, Label, Static
+from textual.widgets import Button, Checkbox, Label, Log, Static
 
 from kosmos.engine.guard import visible
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
@@ -103,9 +103,9 @@ class ApprovalBar(Vertical):
             self.post_message(RunOnAll())
 
 
-class FleetSummary(VerticalScroll):
-    """The end of a fleet run: one row per host, the counts, where the transcripts are; it
-    scrolls in a bounded area, so the selected host's run stays in view below it."""
+class FleetSummary(Vertical):
+    """The end of a fleet run: one row per host, the counts, where the transcripts are; the
+    rows scroll in a bounded area, so the selected host's run stays in view below it."""
 
     def __init__(self, result: FleetFinished, run_dir: Path | None, *, canary: bool) -> None:
         css = "" if result.exit_code == 0 else "failed"
@@ -117,10 +117,25 @@ class FleetSummary(VerticalScroll):
     def compose(self) -> ComposeResult:
         r = self.result
         yield Label(f"Fleet {r.status}: {visible(r.message)}", classes="tag", markup=False)
-        yield Static(
-            "\n".join(summary_lines(r, canary=self.canary)), id="summary-table", markup=False
-        )
+        yield SummaryTable(summary_lines(r, canary=self.canary))
         stats = f"duration: {r.duration_s:.1f} s · exit code: {r.exit_code}"
         if self.run_dir is not None:
             stats += f" · transcripts: {shown_path(self.run_dir)}"
         yield Static(stats, classes="stats", id="summary-stats", markup=False)
+
+
+class SummaryTable(Log):
+    """The summary's table, a line per host, drawn only where it shows: as one `Static`, a
+    thousand hosts' lines would be laid out and kept as a whole (megabytes)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__(auto_scroll=False, id="summary-table")
+        self._rows = lines
+
+    def on_mount(self) -> None:
+        self.write_lines(self._rows)
+        self._rows = []
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
