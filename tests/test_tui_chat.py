@@ -54,6 +54,20 @@ def write_skill(root: Path, text: str = PROBE, folder: str = "probe") -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def probe_held(llm: ScriptedLLM, home: Path, command: str, done: str) -> threading.Event:
+    """The probe skill, chosen in the chat for "is cron ok?": its first reply (`[CMD]
+    command`) is held until the returned event is set, then `[DONE] done`."""
+    write_skill(home / "skills")
+    gate = threading.Event()
+
+    def first_step(_: object) -> str:
+        gate.wait(20)
+        return f"[CMD] {command}"
+
+    llm.script(relevant(), select("probe", unit="cron"), first_step, f"[DONE] {done}")
+    return gate
+
+
 def chat_app(
     llm: ScriptedLLM,
     services: Any,
@@ -147,14 +161,8 @@ async def test_greeting_then_an_http_tool_result(
 async def test_a_chosen_skill_runs_in_the_chat_with_approval(
     llm: ScriptedLLM, services: Any, home: Path
 ) -> None:
-    write_skill(home / "skills")
-    gate = threading.Event()  # holds the skill's first reply until the operator has left
-
-    def first_step(_: object) -> str:
-        gate.wait(20)
-        return "[CMD] echo unit-$((6*7))"
-
-    llm.script(relevant(), select("probe", unit="cron"), first_step, "[DONE] cron is healthy")
+    # The skill's first reply is held until the operator has left.
+    gate = probe_held(llm, home, "echo unit-$((6*7))", "cron is healthy")
     app = chat_app(llm, services, home)
     async with app.run_test(size=SIZE) as pilot:
         await type_line(pilot, app, "is cron ok?")

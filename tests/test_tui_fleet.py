@@ -130,7 +130,7 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
             assert view.query_one(DoneCard).result.status == "done"
         summary = screen.query_one(FleetSummary)
         assert summary.result.exit_code == 0 and summary.result.counts == {"done": 3}
-        table = summary.query_one(SummaryTable).text
+        table = "\n".join(summary.query_one(SummaryTable).lines)
         assert all(n in table for n in names) and "LAST EXIT" in table
         run_dir = screen.controller.run_dir
         await pilot.press("ctrl+w")

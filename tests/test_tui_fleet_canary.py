@@ -60,7 +60,7 @@ async def test_the_canary_picked_by_key_runs_first_and_the_others_replay_it(
             "web2": "canary",
             "web3": "replay",
         }
-        table = screen.query_one(FleetSummary).query_one(SummaryTable).text
+        table = "\n".join(screen.query_one(FleetSummary).query_one(SummaryTable).lines)
         assert "MODE" in table and "canary" in table
     # Only the canary spoke to the LLM; the others replayed its replies.
     assert {host_of(r) for r in llm.requests} == {"web2"}

@@ -7,7 +7,6 @@ handed to the app after the step took the focus: what a busy screen does to a ke
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,8 @@ from textual import events
 from kosmos.tui.app import KosmosApp
 from kosmos.tui.focus import REACT_S
 from kosmos.tui.widgets.run_view import RunView
-from tests.chatkit import relevant, select
 from tests.llmserver import ScriptedLLM
-from tests.test_tui_chat import chat_app, chat_screen, chat_step_awaiting, type_line, write_skill
+from tests.test_tui_chat import chat_app, chat_screen, chat_step_awaiting, probe_held, type_line
 from tests.test_tui_fleet import fleet_app, fleet_screen, start_fleet, waiting_on
 from tests.tuihelpers import awaiting_step, finished, front_view, make_app, until
 
@@ -110,14 +108,7 @@ async def test_keys_meant_for_the_host_table_stay_there_when_a_host_asks(
 async def test_a_key_typed_in_the_chat_stays_in_the_chat_when_its_skill_asks(
     llm: ScriptedLLM, services: Any, home: Path
 ) -> None:
-    write_skill(home / "skills")
-    gate = threading.Event()  # holds the skill's first reply until the key is pressed
-
-    def first_step(_: object) -> str:
-        gate.wait(20)
-        return "[CMD] echo probe"
-
-    llm.script(relevant(), select("probe", unit="cron"), first_step, "[DONE] ok")
+    gate = probe_held(llm, home, "echo probe", "ok")  # the first reply waits for the key
     app = chat_app(llm, services, home)
     async with app.run_test(size=(120, 45)) as pilot:
         await type_line(pilot, app, "is cron ok?")

@@ -81,8 +81,7 @@ class HostFeed:
     def _stored(self) -> tuple[list[str], dict[int, str]]:
         """The host's story so far (its events' lines) and the newest output of each step."""
         if self._packed:
-            story, kept = pickle.loads(zlib.decompress(self._packed))
-            return story, kept
+            return pickle.loads(zlib.decompress(self._packed))
         return self._story, self._kept
 
     def _pack(self) -> None:

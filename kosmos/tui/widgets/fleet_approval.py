@@ -135,7 +135,3 @@ class SummaryTable(Log):
     def on_mount(self) -> None:
         self.write_lines(self._rows)
         self._rows = []
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
