@@ -19,9 +19,9 @@ the summary on screen; headless: the fleet's own duration), key latency while bu
 max; how much of each key's wait was the screen's thread's own CPU; and, for the five
 slowest, that CPU, the time the thread was runnable but waiting for a core (the kernel's
 schedstat) and the rest, asleep), the TUI's CPU use while idle after the run (from a second after
-the fleet's process has ended, once the screen has handled what the end sent), `knowledge_timeout`
-notices in each side's transcripts, and peak RSS (the TUI's two processes, the screen's and
-the fleet's, summed).
+the fleet's thread has ended, once the screen has handled what the end sent), `knowledge_timeout`
+notices in each side's transcripts, and peak RSS (the TUI's process: the screen and, on a
+thread of its own, the fleet).
 
 `--split-cores` puts the loopback sshd, and every session and command it starts, on the last
 core and everything else (kosmos on both sides, the LLM) on the others: the hosts' work then
@@ -153,9 +153,8 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
         while not isinstance(app.screen, FleetScreen):
             await pilot.pause(0.02)
         screen = app.screen
-        while screen.process is None:  # started as the screen mounts
+        while screen.fleet is None:  # started as the screen mounts
             await pilot.pause(0.02)
-        fleet_hwm = HighWater(screen.process.pid)
         started = time.perf_counter()
         cpu_started, ui_started = time.process_time(), time.thread_time()
         await pilot.press("ctrl+r")
@@ -280,11 +279,11 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
                 traceback.print_exception(error, file=sys.stderr)
             task.cancel()
         _stop_profile(profiler, profile)
-        # The run's end: the fleet's process closes every host and transcript and exits, and
+        # The run's end: the fleet's thread closes every host and transcript and ends, and
         # the screen draws the summary. The idle window starts once both are done.
         ended = time.perf_counter()
-        process = screen.process
-        while process is not None and process.running and time.perf_counter() - ended < 60:
+        fleet = screen.fleet
+        while fleet is not None and fleet.running and time.perf_counter() - ended < 60:
             await asyncio.sleep(0.05)
         figures["fleet_exit_s"] = time.perf_counter() - ended
         await pilot.pause()
@@ -301,47 +300,9 @@ async def _drive_tui(home: Path, skills: Path, forks: int, profile: str | None) 
     figures["key_cpu"] = key_cpu
     figures["key_queued"] = key_queued
     figures["run_dir"] = str(run_dir)
-    # The screen's process and the fleet's: the sum of their peaks, as two processes hold
-    # both at once. The fleet's is its own high-water mark, read while it lived: the children's
-    # `ru_maxrss` also counts the screen's pages the child had before its exec.
-    own, fleet = (
-        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    figures["rss_screen_mb"] = own.ru_maxrss / 1024
-    figures["rss_fleet_mb"] = fleet_hwm.stop()
-    figures["rss_mb"] = figures["rss_screen_mb"] + figures["rss_fleet_mb"]
-    figures["fleet_cpu_s"] = fleet.ru_utime + fleet.ru_stime
-    # What the screen's process loaded that only hosts need: nothing, as in `kosmos tui`.
-    figures["screen_ssh"] = sorted(
-        {m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("asyncssh", "cryptography")}
-    )
+    # The screen and the fleet's thread: one process, whose peak holds both.
+    figures["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return figures
-
-
-class HighWater:
-    """A process's peak RSS (VmHWM), read every 0.1 s while it lives: the last reading."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.mb = pid, 0.0
-        self._ended = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while True:
-            try:
-                for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        self.mb = max(self.mb, int(line.split()[1]) / 1024)
-            except (OSError, ValueError):
-                return  # gone
-            if self._ended.wait(0.1):
-                return
-
-    def stop(self) -> float:
-        self._ended.set()
-        self._thread.join()
-        return self.mb
 
 
 def _start_profile(path: str | None) -> Any:
@@ -549,28 +510,24 @@ def report(
     print(
         f"  idle CPU after    {idle:.1f} % over {IDLE_S:g} s, timers left running: "
         f"{mine['timers']}  (aim <= 2 %)  {mark(idle <= 2)}; from 1 s after the fleet's "
-        f"process ended, {mine['fleet_exit_s']:.1f} s after the summary"
+        f"thread ended, {mine['fleet_exit_s']:.1f} s after the summary"
     )
     print(
         f"  knowledge_timeout headless {ref['timeouts']}, TUI {mine['timeouts']}  "
         f"(aim: none beyond headless)  {mark(extra <= 0)}"
     )
     print(
-        f"  CPU during run    TUI: the screen's process {mine['cpu_s']:.1f} s (its screen's "
-        f"thread {mine['ui_cpu_s']:.1f} s), the fleet's process {mine['fleet_cpu_s']:.1f} s, "
-        f"start-up included (headless process, start-up included: {ref['cpu_s']:.1f} s)"
+        f"  CPU during run    TUI {mine['cpu_s']:.1f} s (the screen's thread "
+        f"{mine['ui_cpu_s']:.1f} s); headless, start-up included: {ref['cpu_s']:.1f} s"
     )
     print(
-        f"  peak RSS          headless {ref['rss_mb']:.0f} MB, TUI {mine['rss_mb']:.0f} MB "
-        f"(the screen's process {mine['rss_screen_mb']:.0f} + the fleet's "
-        f"{mine['rss_fleet_mb']:.0f})  {rss:.2f}x  (aim <= 1.5x)  {mark(rss <= 1.5)}"
+        f"  peak RSS          headless {ref['rss_mb']:.0f} MB, TUI {mine['rss_mb']:.0f} MB  "
+        f"{rss:.2f}x  (aim <= 1.5x)  {mark(rss <= 1.5)}"
     )
-    if mine["screen_ssh"]:
-        print(f"                    (the screen's process loaded {', '.join(mine['screen_ssh'])})")
     pss = mine["pss_mb"] / ref["pss_mb"]
     print(
         f"  peak PSS          headless {ref['pss_mb']:.0f} MB, TUI {mine['pss_mb']:.0f} MB "
-        f"(shared pages split between processes; sampled every 0.2 s)  {pss:.2f}x"
+        f"(shared pages split with other processes; sampled every 0.2 s)  {pss:.2f}x"
     )
 
 

@@ -256,8 +256,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # A command this kosmos runs on `local` (its screen's fleet process included, which gets
-    # this environment) could read the keys it was started with in /proc/PID/environ.
+    # A command this kosmos runs on `local` could read the keys it was started with in
+    # /proc/PID/environ.
     hide_keys()
     try:
         return _main(argv)

@@ -86,11 +86,11 @@ class Hosts:
 
 
 class FallsOver:
-    """A host opener that cannot reach the TUI's fleet process: unpickled there, it raises, and
-    that process ends with a traceback, as a crash of it would."""
+    """A host opener that cannot reach the TUI's fleet: unpickled on its thread, it raises,
+    and that thread ends with a traceback, as a crash of it would."""
 
     def __reduce__(self) -> tuple[Callable[[str], None], tuple[str]]:
-        return _fall_over, ("the fleet's process fell over on arrival",)
+        return _fall_over, ("the fleet fell over on arrival",)
 
     def __call__(self, spec: HostSpec) -> Runner:
         raise AssertionError("never called")

@@ -112,9 +112,9 @@ async def test_run_on_all_approves_every_host_and_the_table_follows(
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "uname -s", 3), "uname waiting on 3 hosts")
         screen = fleet_screen(app)
-        # The fleet's process yields to the screen's: a batch process, the screen's is not.
-        assert screen.process is not None
-        assert os.sched_getscheduler(screen.process.pid) == os.SCHED_BATCH
+        # The fleet's thread yields to the screen's: a batch thread, the screen's is not.
+        assert screen.fleet is not None and screen.fleet.native_id is not None
+        assert os.sched_getscheduler(screen.fleet.native_id) == os.SCHED_BATCH
         assert os.sched_getscheduler(0) == os.SCHED_OTHER
         states = lambda: {screen.table.state_of(n) for n in names}  # noqa: E731
         await until(pilot, lambda: states() == {"approval"}, "every host's row says approval")

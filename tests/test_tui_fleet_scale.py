@@ -181,7 +181,7 @@ async def test_nothing_keeps_running_once_the_fleet_has_ended(llm: ScriptedLLM, 
         await until(pilot, lambda: screen.view.result is not None, "its run built")
         await pilot.pause(0.3)
         assert running_timers(app) == []
-        assert not screen.process.running
+        assert not screen.fleet.running
 
 
 async def test_quitting_mid_run_ends_every_hosts_run_as_aborted(
@@ -194,10 +194,10 @@ async def test_quitting_mid_run_ends_every_hosts_run_as_aborted(
         await start_fleet(pilot, app)
         await until(pilot, waiting_on(app, "echo one", 2), "echo waiting on 2 hosts")
         screen = fleet_screen(app)
-        process = screen.process
+        fleet = screen.fleet
         await pilot.press("ctrl+q")
-    # The app waited for the fleet's process: every host's transcript is closed, as aborted.
-    assert not process.running
+    # The app waited for the fleet's thread: every host's transcript is closed, as aborted.
+    assert not fleet.running
     for name in names:
         events = read_transcript(screen.controller.run_dir / f"{name}.jsonl")
         assert events[-1].type == "result" and events[-1].status == "aborted"
@@ -223,9 +223,9 @@ async def test_closing_the_screen_while_a_view_is_built_leaves_the_app_drawing(
 async def test_a_fleet_whose_screen_has_gone_ends_every_run_and_leaves_nothing(
     llm: ScriptedLLM, home: Path
 ) -> None:
-    """The fleet runs in a process of its own: if the screen's process ends without a word
-    (killed), its end of the pipe closes, and the fleet ends every host's run as aborted, its
-    command stopped, its transcript closed, and exits."""
+    """If the screen goes without a word, its end of the fleet's pipe closes, and the fleet
+    ends every host's run as aborted, its command stopped, its transcript closed, and its
+    thread ends."""
     names = ["g1", "g2"]
     llm.default = scripted(["[CMD] sleep 4711", "[DONE] fine"])
     app = fleet_app(llm, home, names)
@@ -242,21 +242,21 @@ async def test_a_fleet_whose_screen_has_gone_ends_every_run_and_leaves_nothing(
             lambda: all((run_dir / f"{name}.jsonl").exists() for name in names),
             "the transcripts",
         )
-        pid = screen.process.pid
-        screen.process.hang_up()
-        await until(pilot, lambda: not Path(f"/proc/{pid}").exists() or zombie(pid), "its end")
+        fleet = screen.fleet
+        fleet.hang_up()
+        await until(pilot, lambda: not fleet.running, "its end")
         assert processes_running("sleep 4711") == []
         for name in names:
             events = read_transcript(screen.controller.run_dir / f"{name}.jsonl")
             assert events[-1].type == "result" and events[-1].status == "aborted"
 
 
-async def test_a_fleet_process_that_fails_says_why_and_keeps_its_traceback(
+async def test_a_fleet_that_fails_says_why_and_keeps_its_traceback(
     llm: ScriptedLLM, home: Path
 ) -> None:
-    """The fleet's process may not write on the screen's terminal: when it fails, the screen
-    says how it ended with its last line (the exception), and its whole output is kept beside
-    the transcripts."""
+    """The fleet's thread may not write on the screen's terminal: when it fails, the screen
+    says so with the traceback's last line (the exception), and keeps the whole traceback
+    beside the transcripts."""
     app = fleet_app(llm, home, ["g1", "g2"])
     app.config.open_runner = FallsOver()
     async with app.run_test(size=SIZE) as pilot:
@@ -265,18 +265,9 @@ async def test_a_fleet_process_that_fails_says_why_and_keeps_its_traceback(
         await until(pilot, lambda: screen.finished, "the fleet ended")
         await pilot.pause()
         shown = " ".join(str(note.render()) for note in screen.query(Note))
-        assert "the fleet's process ended (exit code 1)" in shown
-        assert "RuntimeError: the fleet's process fell over on arrival" in shown
-        log = screen.controller.run_dir / "fleet-process.log"
+        assert "the fleet failed: RuntimeError: the fleet fell over on arrival" in shown
+        log = screen.controller.run_dir / "fleet-error.log"
         assert str(log) in shown
         text = log.read_text()
         assert text.startswith("Traceback") and "_fall_over" in text
-        assert screen.process is not None and not screen.process.running
-
-
-def zombie(pid: int) -> bool:
-    """The process has exited and waits to be reaped."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-    except OSError:
-        return True
+        assert screen.fleet is not None and not screen.fleet.running

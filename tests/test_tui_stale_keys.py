@@ -7,6 +7,7 @@ handed to the app after the step took the focus: what a busy screen does to a ke
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,15 @@ async def test_keys_meant_for_the_host_table_stay_there_when_a_host_asks(
     llm: ScriptedLLM, home: Path
 ) -> None:
     names = ["a1", "b1", "c1"]
-    llm.default = lambda record: "[CMD] cat code" if len(record.messages) < 4 else "[DONE] ok"
+    gate = threading.Event()  # every host's first reply waits for the keys
+
+    def reply(record: Any) -> str:
+        if len(record.messages) < 4:
+            gate.wait(20)
+            return "[CMD] cat code"
+        return "[DONE] ok"
+
+    llm.default = reply
     app = fleet_app(llm, home, names)
     async with app.run_test(size=(140, 50)) as pilot:
         await start_fleet(pilot, app)
@@ -89,6 +98,7 @@ async def test_keys_meant_for_the_host_table_stay_there_when_a_host_asks(
         row = screen.table.cursor_row
         # Down, then Enter ("open this host"), pressed in the table before any host asked.
         down, enter = pressed_now(app, "down"), pressed_now(app, "enter", "\r")
+        gate.set()
         await until(pilot, waiting_on(app, "cat code", 3), "every host asking, a step focused")
         app.post_message(down)
         await pilot.pause(0.5)

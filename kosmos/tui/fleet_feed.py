@@ -1,6 +1,6 @@
 """A fleet host as the screen keeps it: its story as data, and its view when it is shown.
 
-The fleet runs in a process of its own (`fleet_process`); each host's events reach the screen
+The fleet runs on a thread of its own (`fleet_thread`); each host's events reach the screen
 in order, with the questions it waits on (`fleet_wire.Ask`). A `HostFeed` keeps its host's
 events as data (command output kept per step, bounded) and the question the host waits on,
 and plays, for the one `RunView` built when the host is selected, the parts a single run's
@@ -58,7 +58,7 @@ class HostFeed:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        # Sends to the fleet's process (an answer, the stop key), and reads the bar's "the same
+        # Sends to the fleet (an answer, the stop key), and reads the bar's "the same
         # answer for every host" box; both set when the fleet starts.
         self.send: Callable[[Any], bool] = lambda item: False
         self.answer_all: Callable[[], bool] = lambda: False

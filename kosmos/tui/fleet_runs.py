@@ -1,11 +1,11 @@
-"""The TUI's fleet, in a process of its own: the fleet core's sessions, and its desk.
+"""The TUI's fleet, on a thread and a loop of its own: the fleet core's sessions, and its desk.
 
-`serve` is the process's whole life: it waits for the `FleetJob` (the screen starts the
-process early, so that a start key finds it ready), runs every host, and sends each host's
-events, each question for the operator and the table's rows over its pipe (`fleet_wire`). The
-operator's answers come back the same way. If the screen's process goes away (its end of the
-pipe closes), the fleet ends as if cancelled: every host's run aborted, its command stopped,
-its transcript closed. Nothing here imports Textual.
+`serve` is the thread's whole life (`fleet_thread` starts it): it waits for the `FleetJob` (the
+screen starts the thread early, so that a start key finds its imports done), runs every host,
+and sends each host's events, each question for the operator and the table's rows over its
+pipe (`fleet_wire`). The operator's answers come back the same way. If the screen goes away
+(its end of the pipe closes), the fleet ends as if cancelled: every host's run aborted, its
+command stopped, its transcript closed. Nothing here imports Textual.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -64,6 +62,7 @@ from kosmos.tui.fleet_wire import (
     RunRow,
     StopCommand,
     Waiting,
+    shut,
     told,
 )
 
@@ -74,7 +73,7 @@ def _settle(future: asyncio.Future[Any], value: Any) -> None:
 
 
 class _SharedPassphrases(Passphrases):
-    """The session's passphrases; one typed here is sent to the screen's process to keep."""
+    """The session's passphrases; one typed here is sent to the screen to keep."""
 
     def __init__(self, typed: dict[Path, str], send: Callable[[Any], None]) -> None:
         super().__init__()
@@ -86,7 +85,7 @@ class _SharedPassphrases(Passphrases):
         self._send(Kept(path, passphrase))
 
 
-class ProcessDesk:
+class FleetDesk:
     """The broker's front end: each question goes to the screen, named by its host, and the
     answer comes back as an `Answer` with the same id."""
 
@@ -216,13 +215,13 @@ class ProcessDesk:
 
 
 class FleetController:
-    """Owns one fleet run in the fleet's process: its sessions, the broker, the transcripts in
+    """Owns one fleet run in the fleet's thread: its sessions, the broker, the transcripts in
     one run directory; `send` takes what goes to the screen."""
 
     def __init__(self, job: FleetJob, send: Callable[[Any], None]) -> None:
         self.job = job
         self.send = send
-        self.desk = ProcessDesk(send, job.redactor)
+        self.desk = FleetDesk(send, job.redactor)
         self.broker = ApprovalBroker(self.desk)
         self.desk.broker = self.broker
         self.fleet: Fleet | None = None
@@ -340,36 +339,27 @@ class FleetController:
             self.rows()
 
 
-def main(fd: int) -> None:
-    """The fleet's process (`fleet_process` starts it): its pipe to the screen is `fd`."""
-    _yield_to_the_screen()
-    serve(Connection(fd))
-
-
-def _yield_to_the_screen() -> None:
-    """Run as a batch process (SCHED_BATCH): its wake-ups, one for each SSH packet of a hundred
-    hosts, no longer preempt the screen's process while it draws, and the screen's own
-    wake-up (a key) still preempts this one; its share of the CPU is the same. The commands
-    it starts on this machine inherit it: they have no terminal either."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-
-
 def serve(conn: Connection) -> None:
-    """Wait for the job, run it, send how it ended; then return. A closed pipe before the
-    job (the screen closed unstarted) ends it at once."""
+    """Wait for the job, run it, send how it ended; then return, once nothing here reads
+    `conn` any more (closing it is the caller's). A closed pipe before the job (the screen
+    closed unstarted) ends it at once."""
     try:
-        path = conn.recv()
-        sys.path[:] = [p for p in path if p not in sys.path] + sys.path
         job = conn.recv()
     except (EOFError, OSError):
         return
-    if isinstance(job, FleetJob):
-        settle()
-        asyncio.run(_serve(conn, job))
+    if not isinstance(job, FleetJob):
+        return
+    settle()
+    listening: list[threading.Thread] = []
+    try:
+        asyncio.run(_serve(conn, job, listening))
+    finally:
+        shut(conn)  # the listening thread, and the screen's reader, hear the end
+        for thread in listening:
+            thread.join()
 
 
-async def _serve(conn: Connection, job: FleetJob) -> None:
+async def _serve(conn: Connection, job: FleetJob, listening: list[threading.Thread]) -> None:
     loop = asyncio.get_running_loop()
     batch: list[Any] = []
 
@@ -416,14 +406,15 @@ async def _serve(conn: Connection, job: FleetJob) -> None:
         while True:
             try:
                 item = conn.recv()
-            except (EOFError, OSError):
-                item = Cancel()  # the screen has gone: end as cancelled
+            except Exception:  # EOF: the screen has gone (or the fleet has ended)
+                item = Cancel()  # end as cancelled
             with contextlib.suppress(RuntimeError):  # the loop has closed
                 loop.call_soon_threadsafe(take, item)
             if isinstance(item, Cancel):
                 return
 
-    threading.Thread(target=listen, name="kosmos-fleet-listen", daemon=True).start()
+    listening.append(threading.Thread(target=listen, name="kosmos-fleet-listen", daemon=True))
+    listening[0].start()
     result: FleetFinished | None = None
     error: str | None = None
     try:
@@ -435,5 +426,3 @@ async def _serve(conn: Connection, job: FleetJob) -> None:
         result = controller.fleet.result if controller.fleet is not None else None
     batch.append(Ended(result, error, cancelled))
     flush()
-    with contextlib.suppress(OSError):
-        conn.close()

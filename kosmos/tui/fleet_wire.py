@@ -1,17 +1,20 @@
-"""What crosses between the fleet's process and the screen's: small picklable records.
+"""What crosses between the fleet's thread and the screen: small picklable records.
 
-The fleet runs in a process of its own (`fleet_process`), so that a host's next step never
-waits for a frame to be drawn, nor a key for a hundred key exchanges, and neither shares an
-interpreter lock with the other. The fleet sends its events, in order, and these records; the
-screen answers with the commands at the bottom. Nothing here imports Textual.
+The fleet runs on a thread and a loop of its own (`fleet_thread`), so that a host's next step
+never waits for a frame to be drawn, nor a key for a hundred key exchanges. The fleet sends its
+events, in order, and these records; the screen answers with the commands at the bottom.
+Nothing here imports Textual.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kosmos.config import Settings
 from kosmos.events import CommandFinished, CommandOutput, Event, LLMReply, LLMRequest
@@ -23,11 +26,14 @@ from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
 # How often (seconds) the fleet sends the table's changed rows, and the screen redraws the rows
 # in view, while the fleet runs.
 ROWS_S = 0.25
-# How long the fleet gathers what it sends before it sends it: one wake-up of the screen's
-# process for all that a busy fleet said in that time, not one for each turn of its loop.
+# How long the fleet gathers what it sends before it sends it: one wake-up of the screen
+# for all that a busy fleet said in that time, not one for each turn of its loop.
 SEND_S = 0.05
 
 # -- what the operator started ------------------------------------------------------------------
@@ -136,7 +142,7 @@ class RunRow:
         )
 
     def elapsed(self, now: float | None = None) -> float:
-        # Both processes read the same system-wide monotonic clock.
+        # Both sides read the same monotonic clock.
         if self.started is None:
             return 0.0
         return (self.finished or now or time.monotonic()) - self.started
@@ -252,7 +258,7 @@ class Reply:
 
 @dataclass(frozen=True)
 class Cancel:
-    """End every host's run as aborted, then the process."""
+    """End every host's run as aborted, then the fleet's thread."""
 
 
 @dataclass(frozen=True)
@@ -264,3 +270,11 @@ class Fixed:
 
     def __call__(self) -> tuple[str, ...]:
         return self.hosts
+
+
+def shut(conn: Connection) -> None:
+    """End both ways of the socket under `conn` without closing it: a thread blocked reading
+    it, at either end, wakes to its end. Only the thread that reads a connection closes it, so
+    no thread ever reads a descriptor that was closed (and perhaps reused) under it."""
+    with contextlib.suppress(OSError, ValueError), socket.socket(fileno=os.dup(conn.fileno())) as s:
+        s.shutdown(socket.SHUT_RDWR)

@@ -1,6 +1,6 @@
 """The fleet screen: one skill on several hosts, a live table, the selected host's run below it.
 
-The fleet runs in a process of its own, started with the screen; this screen drains what it
+The fleet runs on a thread of its own, started with the screen; this screen drains what it
 sends in batches, redraws the table's rows in view four times a second, and builds a host's run
 view only when the host is shown, from the events its `HostFeed` keeps.
 """
@@ -32,7 +32,7 @@ from kosmos.runs.fleet import fleet_run_dir
 from kosmos.skills.model import Skill
 from kosmos.tui.fleet_feed import HostFeed
 from kosmos.tui.fleet_host_view import Focus, HostView
-from kosmos.tui.fleet_process import FleetProcess, Gone, Outbox
+from kosmos.tui.fleet_thread import FleetThread, Gone, Outbox
 from kosmos.tui.fleet_wire import (
     ROWS_S,
     Ask,
@@ -80,7 +80,7 @@ class FleetRecord:
     operator (as last sent), and its result once it has ended."""
 
     spec: FleetSpec
-    run_dir: Path  # where its transcripts go (and the fleet's process's output, if any)
+    run_dir: Path  # where its transcripts go (and the fleet's traceback, if it failed)
     result: FleetFinished | None = None
     waiting: list[ApprovalRequest] = field(default_factory=list)
     asking: tuple[str, ...] = ()
@@ -111,7 +111,7 @@ class FleetScreen(Screen[None]):
         self.open_runner = open_runner
         self.feeds = {h.name: HostFeed(h.name) for h in spec.hosts}
         self.controller: FleetRecord | None = None
-        self.process: FleetProcess | None = None
+        self.fleet: FleetThread | None = None
         self.outbox = Outbox(lambda: None)
         self.host_view = HostView(
             lambda: self.query_one("#fleet-hosts", Vertical),
@@ -158,17 +158,17 @@ class FleetScreen(Screen[None]):
         return self.query_one(ApprovalBar)
 
     def on_mount(self) -> None:
-        # The fleet's process starts now: its imports are done before the start key.
-        self.process = FleetProcess()
+        # The fleet's thread starts now: its imports are done before the start key.
+        self.fleet = FleetThread()
         self.table.set_runs(list(self._rows.values()))
         self.show_host(self.spec.hosts[0].name)
         self.table.focus()
 
     def action_start(self) -> None:
         """Start every host (the canary alone first, when there is one)."""
-        if self.started or self.process is None:
+        if self.started or self.fleet is None:
             return
-        parts, process = self.parts, self.process
+        parts, fleet = self.parts, self.fleet
         loop = asyncio.get_running_loop()
 
         def wake() -> None:  # the reading thread: one drain per batch
@@ -178,7 +178,7 @@ class FleetScreen(Screen[None]):
         self.outbox = Outbox(wake)
         spec = replace(self.spec, canary=self.canary)
         for feed in self.feeds.values():
-            feed.send = process.send
+            feed.send = fleet.send
             feed.answer_all = lambda: self.bar.answer_all
         run_id = uuid.uuid4().hex
         run_dir = fleet_run_dir(parts.config.settings, spec.skill.name, run_id)
@@ -193,7 +193,7 @@ class FleetScreen(Screen[None]):
             passphrases=parts.pool.passphrases.typed(),
             open_runner=self.open_runner,
         )
-        process.start(job, self.outbox)
+        fleet.start(job, self.outbox)
         self.query_one("#fleet-title", Static).update(self._title())
         self._ticker = self.set_interval(ROWS_S, self._redraw)
         self._refresh_keys()
@@ -247,13 +247,13 @@ class FleetScreen(Screen[None]):
                 self._gone(item)
 
     def _gone(self, gone: Gone) -> None:
-        """The fleet's process has ended: what it wrote on its stderr goes beside the
-        transcripts (`fleet-process.log`); ended without its `Ended`, it failed, and says why."""
+        """The fleet's thread has ended; ended without its `Ended`, it failed: its traceback goes
+        beside the transcripts (`fleet-error.log`), and the screen says why."""
         record = self.controller
-        text = self.parts.redactor(gone.stderr)
+        text = self.parts.redactor(gone.error)
         log = None
         if text.strip() and record is not None:
-            log = record.run_dir / "fleet-process.log"
+            log = record.run_dir / "fleet-error.log"
             try:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 log.write_text(text)
@@ -261,11 +261,11 @@ class FleetScreen(Screen[None]):
                 log = None
         if self.finished:
             return
-        why = f"the fleet's process ended (exit code {gone.exit_code})"
+        why = "the fleet failed"
         if gone.reason:
             why += f": {self.parts.redactor(gone.reason)}"
         if log is not None:
-            why += f"; its output is in {log}"
+            why += f"; its traceback is in {log}"
         self._finished(Ended(None, why))
 
     async def _prompt(self, item: Prompt) -> None:
@@ -281,8 +281,8 @@ class FleetScreen(Screen[None]):
             reply = Reply(item.id, None, self.parts.redactor(str(e)))
         else:
             reply = Reply(item.id, value)
-        if self.process is not None:
-            self.process.send(reply)
+        if self.fleet is not None:
+            self.fleet.send(reply)
 
     def _waiting(self, request: ApprovalRequest | AnswerRequest | str | None) -> None:
         if isinstance(request, str):
@@ -374,8 +374,8 @@ class FleetScreen(Screen[None]):
     async def on_unmount(self) -> None:
         self.host_view.close()
         # Closed mid-run (the app quits): every host's run ends as aborted, transcripts closed.
-        if self.process is not None:
-            await self.process.stop()
+        if self.fleet is not None:
+            await self.fleet.stop()
 
     # -- hosts ----------------------------------------------------------------------------
 
@@ -431,10 +431,10 @@ class FleetScreen(Screen[None]):
     def action_run_all(self) -> None:
         """Run the command in the bar on every host waiting on it, and on any that proposes it
         later; the bar's host is answered at once."""
-        request, process = self.bar.request, self.process
-        if request is None or not self.bar.can_run_all or process is None or not self.started:
+        request, fleet = self.bar.request, self.fleet
+        if request is None or not self.bar.can_run_all or fleet is None or not self.started:
             return
-        process.send(RunAll(request.proposal.command, request.proposal.inferred))
+        fleet.send(RunAll(request.proposal.command, request.proposal.inferred))
         # The bar's host is answered: its view offers nothing more.
         self.bar.show(None)
         self._refresh_keys()
