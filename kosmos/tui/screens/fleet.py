@@ -30,7 +30,7 @@ from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.runner import Runner
 from kosmos.runs.fleet import fleet_run_dir
 from kosmos.skills.model import Skill
-from kosmos.tui.fleet_feed import HostFeed
+from kosmos.tui.fleet_feed import HostFeed, Packer
 from kosmos.tui.fleet_host_view import Focus, HostView
 from kosmos.tui.fleet_thread import FleetThread, Gone, Outbox
 from kosmos.tui.fleet_wire import (
@@ -109,7 +109,8 @@ class FleetScreen(Screen[None]):
         self.spec = spec
         self.parts = parts
         self.open_runner = open_runner
-        self.feeds = {h.name: HostFeed(h.name) for h in spec.hosts}
+        packer = Packer()  # the hosts' ended stories, packed against one another
+        self.feeds = {h.name: HostFeed(h.name, packer) for h in spec.hosts}
         self.controller: FleetRecord | None = None
         self.fleet: FleetThread | None = None
         self.outbox = Outbox(lambda: None)
