@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App, ComposeResult
+from textual.widgets import Label
 
 from kosmos.events import CommandDecision, CommandFinished
 from kosmos.transcript import read_transcript
@@ -153,7 +154,8 @@ async def test_the_summary_scrolls_and_the_host_shown_stays_in_view(
         rows = summary.query_one(SummaryTable)
         # Forty rows of hosts, in an area of at most twelve lines whose rows scroll.
         assert summary.outer_size.height <= 12 and rows.max_scroll_y > 0
-        assert len(rows.lines) == 41 and rows.lines[-1].startswith("n39")
+        assert len(rows.lines) == 40 and rows.lines[-1].startswith("n39")
+        head = summary.query_one("#summary-head", Label)
         view = screen.view
         await until(pilot, lambda: view.result is not None, "the host's run shown")
         assert view.region.height >= 8
@@ -161,6 +163,9 @@ async def test_the_summary_scrolls_and_the_host_shown_stays_in_view(
         rows.scroll_end(animate=False)
         await pilot.pause()
         assert rows.scroll_y == rows.max_scroll_y
+        # Scrolled to the last host, the columns' names still show above the rows.
+        assert "HOST" in str(head.render()) and head.region.height == 1
+        assert summary.region.y < head.region.y < rows.region.y
         assert view.region.height >= 8 and screen.shown_host == "n00"
 
 

@@ -117,7 +117,10 @@ class FleetSummary(Vertical):
     def compose(self) -> ComposeResult:
         r = self.result
         yield Label(f"Fleet {r.status}: {visible(r.message)}", classes="tag", markup=False)
-        yield SummaryTable(summary_lines(r, canary=self.canary))
+        head, *rows = summary_lines(r, canary=self.canary)
+        # The columns' names stay in view above the rows, which scroll beneath them.
+        yield Label(head, id="summary-head", markup=False)
+        yield SummaryTable(rows)
         stats = f"duration: {r.duration_s:.1f} s · exit code: {r.exit_code}"
         if self.run_dir is not None:
             stats += f" · transcripts: {shown_path(self.run_dir)}"
