@@ -62,6 +62,29 @@ async def test_run_skip_and_edit_reach_the_llm(llm: ScriptedLLM, home: Path) -> 
     }
 
 
+async def test_a_command_that_runs_unasked_says_why(llm: ScriptedLLM, home: Path) -> None:
+    llm.script("[CMD] echo one", "[CMD] uptime", "[CMD] rm -f ./kosmos-no-such-file", "[DONE] ok")
+    app = make_app(llm.base_url, home, params={"unit": "nginx"})
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+r")
+        await until(pilot, awaiting_step(app, 1), "step 1 awaiting approval")
+        await pilot.press("a")  # this one, and reads from now on unasked
+        await until(pilot, awaiting_step(app, 3), "step 3 (a write) awaiting approval")
+        await pilot.press("enter")
+        await until(pilot, finished(app), "the run's end")
+        steps = front_view(app).cmd_steps
+        notes = {n: [str(w.render()) for w in steps[n].query("#unasked")] for n in steps}
+        transcript = front_view(app).controller.transcript_path
+    # Only the read that nobody was asked about says so, with the policy's reason.
+    assert notes == {1: [], 2: ["runs without asking (read-only: uptime)"], 3: []}
+    decisions = [e for e in read_transcript(transcript) if e.type == "command_decision"]
+    assert [(d.by, d.asked) for d in decisions] == [
+        ("operator", True),
+        ("policy", False),
+        ("operator", True),
+    ]
+
+
 async def test_ask_required_optional_and_message(llm: ScriptedLLM, home: Path) -> None:
     question = "Which port? [default: 8080] [/b]"  # brackets are text, not markup
     llm.script(f"[ASK] {question}", "[ASK:optional] Tag?", "[MESSAGE] Port **ok**", "[DONE] ok")

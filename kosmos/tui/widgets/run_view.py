@@ -259,7 +259,7 @@ class RunView(VerticalScroll):
             await self._directive(event)
         elif isinstance(event, CommandDecision):
             widget = await self._cmd_step(event.step, event.proposed)
-            widget.decided(event.decision, event.command, event.reason)
+            widget.decided(event.decision, event.command, event.reason, event.by)
         elif isinstance(event, CommandStarted):
             widget = await self._cmd_step(event.step, event.command)
             widget.started()
