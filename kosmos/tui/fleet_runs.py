@@ -3,20 +3,17 @@
 `serve` is the thread's whole life (`fleet_thread` starts it): it waits for the `FleetJob` (the
 screen starts the thread early, so that a start key finds its imports done), runs every host,
 and sends each host's events, each question for the operator and the table's rows over its
-pipe (`fleet_wire`). The operator's answers come back the same way. If the screen goes away
-(its end of the pipe closes), the fleet ends as if cancelled: every host's run aborted, its
-command stopped, its transcript closed. Nothing here imports Textual.
+`fleet_wire.Link`. The operator's answers come back the same way. If the screen goes away (it
+hangs up), the fleet ends as if cancelled: every host's run aborted, its command stopped, its
+transcript closed. Nothing here imports Textual.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import threading
 from collections.abc import Callable
 from dataclasses import replace
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +51,7 @@ from kosmos.tui.fleet_wire import (
     Fixed,
     FleetJob,
     Kept,
+    Link,
     Prompt,
     Released,
     Reply,
@@ -62,7 +60,6 @@ from kosmos.tui.fleet_wire import (
     RunRow,
     StopCommand,
     Waiting,
-    shut,
     told,
 )
 
@@ -339,27 +336,20 @@ class FleetController:
             self.rows()
 
 
-def serve(conn: Connection) -> None:
-    """Wait for the job, run it, send how it ended; then return, once nothing here reads
-    `conn` any more (closing it is the caller's). A closed pipe before the job (the screen
-    closed unstarted) ends it at once."""
+def serve(link: Link) -> None:
+    """Wait for the job, run it, send how it ended; then close `link`. A screen that hangs up
+    before the job (closed unstarted) ends it at once."""
     try:
-        job = conn.recv()
-    except (EOFError, OSError):
-        return
-    if not isinstance(job, FleetJob):
-        return
-    settle()
-    listening: list[threading.Thread] = []
-    try:
-        asyncio.run(_serve(conn, job, listening))
+        job = link.job()
+        if not isinstance(job, FleetJob):
+            return
+        settle()
+        asyncio.run(_serve(link, job))
     finally:
-        shut(conn)  # the listening thread, and the screen's reader, hear the end
-        for thread in listening:
-            thread.join()
+        link.close()
 
 
-async def _serve(conn: Connection, job: FleetJob, listening: list[threading.Thread]) -> None:
+async def _serve(link: Link, job: FleetJob) -> None:
     loop = asyncio.get_running_loop()
     batch: list[Any] = []
 
@@ -368,8 +358,7 @@ async def _serve(conn: Connection, job: FleetJob, listening: list[threading.Thre
         batch.clear()
         if not items:
             return
-        with contextlib.suppress(OSError, ValueError):  # the screen has gone
-            conn.send(items)
+        link.to_screen(items)
 
     def send(item: Any) -> None:
         """Queue `item` for the screen; what was queued within `SEND_S` goes as one message,
@@ -387,8 +376,9 @@ async def _serve(conn: Connection, job: FleetJob, listening: list[threading.Thre
 
     def cancel() -> None:
         nonlocal cancelled
-        cancelled = True
-        main.cancel()
+        if ended is None:  # a Cancel after the end would cancel the end itself
+            cancelled = True
+            main.cancel()
 
     def take(item: Any) -> None:
         if isinstance(item, Answer):
@@ -402,19 +392,8 @@ async def _serve(conn: Connection, job: FleetJob, listening: list[threading.Thre
         elif isinstance(item, Cancel):
             cancel()
 
-    def listen() -> None:  # a thread: the screen's commands, into this loop
-        while True:
-            try:
-                item = conn.recv()
-            except Exception:  # EOF: the screen has gone (or the fleet has ended)
-                item = Cancel()  # end as cancelled
-            with contextlib.suppress(RuntimeError):  # the loop has closed
-                loop.call_soon_threadsafe(take, item)
-            if isinstance(item, Cancel):
-                return
-
-    listening.append(threading.Thread(target=listen, name="kosmos-fleet-listen", daemon=True))
-    listening[0].start()
+    ended: Ended | None = None
+    link.listen(loop, take)
     result: FleetFinished | None = None
     error: str | None = None
     try:
@@ -424,5 +403,6 @@ async def _serve(conn: Connection, job: FleetJob, listening: list[threading.Thre
     except Exception as e:
         error = job.redactor(f"{e!r}")
         result = controller.fleet.result if controller.fleet is not None else None
-    batch.append(Ended(result, error, cancelled))
+    ended = Ended(result, error, cancelled)
+    batch.append(ended)
     flush()

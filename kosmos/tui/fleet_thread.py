@@ -2,10 +2,9 @@
 
 The screen draws in Textual's loop; a fleet's SSH sessions, LLM requests and transcripts run in
 a loop of their own, on a thread of their own (`fleet_runs.serve`), so that a host's next step
-never waits on a frame, nor a key on a host. The two share nothing but a socket pair: what
-crosses it is pickled (`fleet_wire`), so neither side ever holds an object the other changes.
-A thread here reads what the fleet sends into an `Outbox` that the screen drains in batches;
-the screen's answers go back with `send`.
+never waits on a frame, nor a key on a host. The two share nothing but a `fleet_wire.Link`:
+what crosses it is pickled, so neither side ever holds an object the other changes. The fleet's
+batches wait in an `Outbox` that the screen drains; the screen's answers go back with `send`.
 """
 
 from __future__ import annotations
@@ -14,25 +13,22 @@ import asyncio
 import contextlib
 import os
 import pickle
-import socket
 import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
-from kosmos.tui.fleet_wire import Cancel, FleetJob, shut
+from kosmos.tui.fleet_wire import FleetJob, Link
 
 # How long closing the screen waits for a cancelled fleet to close its hosts and transcripts.
 STOP_WAIT_S = 15.0
 
 
 class Outbox:
-    """What the fleet sent, in order, for the screen's loop; `wake` is called (from the reading
-    thread) once for each batch, when the first item of a batch arrives. The fleet's messages
-    are kept as the bytes read and unpickled by `drain`, in the screen's thread: the reading
-    thread only waits on the pipe, and never holds the interpreter's lock for long."""
+    """What the fleet sent, in order, for the screen's loop; `wake` is called (from the fleet's
+    thread) once for each batch, when the first item of a batch arrives. The fleet's batches
+    are kept as pickled bytes and unpickled by `drain`, in the screen's thread."""
 
     def __init__(self, wake: Callable[[], None]) -> None:
         self._wake = wake
@@ -62,8 +58,8 @@ class Outbox:
 
 @dataclass(frozen=True)
 class Gone:
-    """The fleet's thread has closed its end of the pipe (after its `Ended`, or without one:
-    then it failed, and `error` is its traceback)."""
+    """The fleet's thread has ended (after its `Ended`, or without one: then it failed, and
+    `error` is its traceback)."""
 
     error: str = ""
 
@@ -76,17 +72,15 @@ class Gone:
 
 class FleetThread:
     """A fleet's thread: started when made (its imports done before the start key), then
-    running one `FleetJob` whose items reach `outbox`."""
+    running one `FleetJob` whose items reach an `Outbox`."""
 
     def __init__(self) -> None:
-        ours, theirs = socket.socketpair()
-        self._conn = Connection(ours.detach())
+        self._link = Link()
         self._lock = threading.Lock()
-        self._reader: threading.Thread | None = None
+        self._outbox: Outbox | None = None
+        self._ended = False
         self._error = ""
-        self._thread = threading.Thread(
-            target=self._serve, args=(Connection(theirs.detach()),), name="kosmos-fleet"
-        )
+        self._thread = threading.Thread(target=self._serve, name="kosmos-fleet")
         self._thread.daemon = True  # a fleet that will not end does not keep the app alive
         self._thread.start()
 
@@ -95,74 +89,53 @@ class FleetThread:
         """The kernel's id of the fleet's thread."""
         return self._thread.native_id
 
-    def _serve(self, conn: Connection) -> None:
+    def _serve(self) -> None:
         _yield_to_the_screen()
         try:
             from kosmos.tui.fleet_runs import serve
 
-            serve(conn)
+            serve(self._link)
         except BaseException:
             self._error = traceback.format_exc()
         finally:
-            with contextlib.suppress(OSError):
-                conn.close()
+            with self._lock:
+                self._ended = True
+                outbox = self._outbox
+            if outbox is not None:
+                outbox.put(Gone(self._error))
 
     def start(self, job: FleetJob, outbox: Outbox) -> None:
         """Run `job`; everything the fleet sends goes to `outbox`: its end (an `Ended`), then
-        `Gone` when its thread has closed the pipe."""
-
-        def read() -> None:
-            try:
-                while True:
-                    try:
-                        outbox.put(self._conn.recv_bytes())
-                    except Exception:  # ended at either end
-                        break
-            finally:
-                self._thread.join(1.0)
-                self._close()
-                outbox.put(Gone(self._error))
-
-        self.send(job)
-        self._reader = threading.Thread(target=read, name="kosmos-fleet-read", daemon=True)
-        self._reader.start()
+        `Gone` when its thread ends."""
+        self._link.outbox = outbox.put
+        with self._lock:
+            self._outbox = outbox
+            ended = self._ended
+        if ended:  # it failed before it was given the job
+            outbox.put(Gone(self._error))
+        else:
+            self._link.send(job)
 
     @property
     def running(self) -> bool:
-        """Started, and its thread has not ended."""
-        return self._reader is not None and self._thread.is_alive()
+        """Started, and not ended."""
+        with self._lock:
+            return self._outbox is not None and not self._ended
 
     def send(self, item: Any) -> bool:
-        """Send `item` to the fleet; False once its thread has gone."""
-        with self._lock:
-            try:
-                self._conn.send(item)
-            except (OSError, ValueError):
-                return False
-        return True
+        """Send `item` to the fleet; False once it has ended."""
+        return self._link.send(item)
 
     async def stop(self, timeout: float = STOP_WAIT_S) -> bool:
         """End the fleet (every host's run aborted, its transcript closed) and its thread,
         without blocking the caller's loop; False if it had not ended within `timeout`."""
-        if self.running:
-            self.send(Cancel())
-        else:
-            self.hang_up()
-        await asyncio.to_thread(self._thread.join, timeout)
         self.hang_up()
-        if self._reader is None:  # nobody reads the screen's end: close it here
-            self._close()
+        await asyncio.to_thread(self._thread.join, timeout)
         return not self._thread.is_alive()
 
     def hang_up(self) -> None:
-        """End the screen's end of the pipe: the fleet ends as cancelled, and the reading
-        thread with it (which closes that end)."""
-        with self._lock:
-            shut(self._conn)
-
-    def _close(self) -> None:
-        with self._lock, contextlib.suppress(OSError):
-            self._conn.close()
+        """The screen has gone: the fleet ends as cancelled (a fleet never started, at once)."""
+        self._link.hang_up()
 
 
 def _yield_to_the_screen() -> None:

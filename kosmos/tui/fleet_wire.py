@@ -2,19 +2,20 @@
 
 The fleet runs on a thread and a loop of its own (`fleet_thread`), so that a host's next step
 never waits for a frame to be drawn, nor a key for a hundred key exchanges. The fleet sends its
-events, in order, and these records; the screen answers with the commands at the bottom.
-Nothing here imports Textual.
+events, in order, and these records; the screen answers with the commands at the bottom. Both
+go over a `Link`, pickled. Nothing here imports Textual.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import socket
+import asyncio
+import pickle
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from kosmos.config import Settings
 from kosmos.events import CommandFinished, CommandOutput, Event, LLMReply, LLMRequest
@@ -25,9 +26,6 @@ from kosmos.fleet.targets import HostSpec
 from kosmos.prompts import Prompts
 from kosmos.safety import Redactor
 from kosmos.skills.model import Skill
-
-if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
 
 # How often (seconds) the fleet sends the table's changed rows, and the screen redraws the rows
 # in view, while the fleet runs.
@@ -272,9 +270,81 @@ class Fixed:
         return self.hosts
 
 
-def shut(conn: Connection) -> None:
-    """End both ways of the socket under `conn` without closing it: a thread blocked reading
-    it, at either end, wakes to its end. Only the thread that reads a connection closes it, so
-    no thread ever reads a descriptor that was closed (and perhaps reused) under it."""
-    with contextlib.suppress(OSError, ValueError), socket.socket(fileno=os.dup(conn.fileno())) as s:
-        s.shutdown(socket.SHUT_RDWR)
+class Link:
+    """The way between the screen's thread and the fleet's. Every item crosses pickled, so
+    neither side ever holds an object the other changes: the screen's items (the job, then
+    answers and keys) reach the fleet's loop as calls there (`listen`); the fleet's batches
+    reach `outbox`, which the screen drains."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._pending: list[bytes] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._deliver: Callable[[bytes], None] = lambda data: None
+        self._open = True
+        self.outbox: Callable[[bytes], None] = lambda data: None
+
+    # -- the screen's side
+
+    def send(self, item: Any) -> bool:
+        """Send `item` to the fleet; False once the fleet or the screen has hung up."""
+        data = pickle.dumps(item)
+        with self._lock:
+            if not self._open:
+                return False
+            return self._pass(data)
+
+    def hang_up(self) -> None:
+        """The screen has gone: the fleet ends as cancelled (a fleet not started, at once),
+        and nothing more is sent to it."""
+        with self._lock:
+            if self._open:
+                self._pass(pickle.dumps(Cancel()))
+                self._open = False
+            self._arrived.notify_all()
+
+    def _pass(self, data: bytes) -> bool:
+        if self._loop is None:  # the fleet is not listening yet: it takes these first
+            self._pending.append(data)
+            self._arrived.notify_all()
+            return True
+        try:
+            self._loop.call_soon_threadsafe(self._deliver, data)
+        except RuntimeError:  # its loop has closed
+            return False
+        return True
+
+    # -- the fleet's side
+
+    def job(self) -> Any:
+        """The first item the screen sends (its `FleetJob`, or `Cancel` when it hung up first);
+        None once the link is closed."""
+        with self._lock:
+            while self._open and not self._pending:
+                self._arrived.wait()
+            data = self._pending.pop(0) if self._pending else None
+        return None if data is None else pickle.loads(data)
+
+    def listen(self, loop: asyncio.AbstractEventLoop, take: Callable[[Any], None]) -> None:
+        """From now on, each item the screen sends is `take`n in `loop` (the caller's)."""
+
+        def deliver(data: bytes) -> None:
+            take(pickle.loads(data))
+
+        with self._lock:
+            self._loop, self._deliver = loop, deliver
+            pending, self._pending = self._pending, []
+        for data in pending:
+            loop.call_soon(deliver, data)
+
+    def close(self) -> None:
+        """The fleet has ended: the screen's sends fail from now on."""
+        with self._lock:
+            self._loop, self._open = None, False
+            self._pending.clear()
+            self._arrived.notify_all()
+
+    def to_screen(self, items: list[Any]) -> None:
+        """A batch for the screen."""
+        self.outbox(pickle.dumps(items))

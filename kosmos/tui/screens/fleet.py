@@ -172,7 +172,7 @@ class FleetScreen(Screen[None]):
         parts, fleet = self.parts, self.fleet
         loop = asyncio.get_running_loop()
 
-        def wake() -> None:  # the reading thread: one drain per batch
+        def wake() -> None:  # the fleet's thread: one drain per batch
             with contextlib.suppress(RuntimeError):  # the app's loop has closed
                 loop.call_soon_threadsafe(self.post_message, FleetNews())
 
