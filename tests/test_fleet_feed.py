@@ -3,6 +3,7 @@ against the fleet's first, comes back whole."""
 
 from __future__ import annotations
 
+import pickle
 import zlib
 
 from kosmos.events import (
@@ -84,3 +85,30 @@ def test_a_story_that_goes_on_after_its_end_is_unpacked_and_packed_again() -> No
     assert retried._packed  # ended again: packed again
     assert [e.type for e in retried.events].count("result") == 2
     assert [e.type for e in first.events].count("result") == 1
+
+
+def test_a_short_first_story_does_not_leave_the_rest_without_a_dictionary() -> None:
+    # The first host to end could not be reached: its story is short.
+    packer = Packer()
+    dead = HostFeed("dead", packer)
+    for event in [
+        story("dead")[0],
+        RunFinished(host="dead", status="error", steps=0, message="refused", exit_code=6),
+    ]:
+        dead.take(told(event))
+    feeds = [HostFeed(f"h{i:03}", packer) for i in range(10)]
+    for feed in feeds:
+        for event in story(feed.name):
+            feed.take(told(event))
+
+    # The first full story became the dictionary: the others pack as small as they would
+    # behind it, and every story, the short one too, comes back whole.
+    def data(feed: HostFeed) -> bytes:
+        return pickle.dumps(feed._stored())
+
+    behind_a_full_one = Packer()
+    behind_a_full_one.pack(data(feeds[0]))
+    assert len(feeds[5]._packed) <= len(behind_a_full_one.pack(data(feeds[5])))
+    assert len(feeds[5]._packed) * 3 < len(zlib.compress(data(feeds[5])))
+    assert [e.type for e in dead.events] == ["run_started", "result"]
+    assert all(feed.events[-1].host == feed.name for feed in feeds)

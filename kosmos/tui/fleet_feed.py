@@ -53,24 +53,37 @@ def _message(ask: Ask) -> Message:
     return RetryNeeded(reason, kind)
 
 
+# zlib's window (the most of a dictionary it uses), and how many dictionaries a fleet keeps.
+WINDOW = 32 * 1024
+DICTIONARIES = 4
+
+
 class Packer:
-    """Compresses the stories of one fleet's ended hosts, each against the first story packed
-    (zlib's preset dictionary): the hosts of a fleet tell much the same story (the same system
-    prompt, skill and commands), so each packs to little more than what is its own. A story
-    of 7.8 KB packs to 0.45 KB this way, against 2.4 KB alone (a 3-command skill, 100 hosts)."""
+    """Compresses the stories of one fleet's ended hosts, each against the longest story packed
+    before it (zlib's preset dictionary): the hosts of a fleet tell much the same story (the
+    same system prompt, skill and commands), so each packs to little more than what is its
+    own. A story of 7.8 KB packs to 0.45 KB this way, against 2.4 KB alone (a 3-command skill,
+    100 hosts).
+
+    The first host to end is often one that could not be reached, whose short story would make
+    a poor dictionary for all the rest: a story more than twice as long as the dictionary
+    becomes the next one (at most `DICTIONARIES`, each at most zlib's window). A packed story
+    starts with the number of the dictionary it was packed against."""
 
     def __init__(self) -> None:
-        self._dictionary = b""
+        self._dictionaries: list[bytes] = []
 
     def pack(self, data: bytes) -> bytes:
-        if not self._dictionary:
-            self._dictionary = data[-32 * 1024 :]  # zlib's window: a dictionary's most it uses
-        packer = zlib.compressobj(zdict=self._dictionary)
-        return packer.compress(data) + packer.flush()
+        tail = data[-WINDOW:]  # zlib's window: the most of a dictionary it uses
+        known = self._dictionaries
+        if len(known) < DICTIONARIES and (not known or len(tail) > 2 * len(known[-1])):
+            known.append(tail)
+        packer = zlib.compressobj(zdict=known[-1])
+        return bytes([len(known) - 1]) + packer.compress(data) + packer.flush()
 
     def unpack(self, packed: bytes) -> bytes:
-        unpacker = zlib.decompressobj(zdict=self._dictionary)
-        return unpacker.decompress(packed) + unpacker.flush()
+        unpacker = zlib.decompressobj(zdict=self._dictionaries[packed[0]])
+        return unpacker.decompress(packed[1:]) + unpacker.flush()
 
 
 class HostFeed:
