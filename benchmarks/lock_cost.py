@@ -11,7 +11,11 @@ lock itself costs, less swayed by other load on a shared machine than the wall c
 - the SSH runner to Debian's sshd on loopback (needs root; it starts one as the tests do):
   `SSHRunner.run("true")` without and with the lock (perl), on one reused connection;
 - on both, a program as plain words inside the lock, which the perl prelude execs itself
-  (`hostname`), against the same run by the shell (`hostname;`).
+  (`hostname`), against the same run by the shell (`hostname;`);
+- over SSH, what each kind of session costs the host: the CPU of the sshd and all it starts
+  (from a cgroup v2 of its own), per session, for `hostname` as sshd runs it for a bare
+  asyncssh client (the fleet floor's way), in kosmos's wrapper, inside the lock, and for the
+  session that learns the host (its OS, the lock it offers and the knowledge file, in one).
 
     python benchmarks/lock_cost.py [--repeat 200]
 """
@@ -34,9 +38,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.table import HostsCPU  # noqa: E402
 from kosmos.hosts.local import LocalRunner  # noqa: E402
 from kosmos.hosts.runner import Lock, Runner  # noqa: E402
+from kosmos.hosts.ssh import SSHRunner  # noqa: E402
 from tests.lockkit import bin_without  # noqa: E402
+from tests.sshd import Sshd  # noqa: E402
 
 COMMAND = "true"
 
@@ -158,7 +165,6 @@ async def local_and_ssh(repeat: int, tmp: Path) -> None:
 
 
 async def ssh(repeat: int, tmp: Path) -> None:
-    from kosmos.hosts.ssh import SSHRunner
     from kosmos.hosts.target import parse_target
     from tests.sshd import start_sshd, write_client_home
 
@@ -173,6 +179,7 @@ async def ssh(repeat: int, tmp: Path) -> None:
     os.environ.pop("SSH_AUTH_SOCK", None)
     write_client_home(home, server)
     runner = SSHRunner(parse_target("box"), connect_timeout=10)
+    cgroup = HostsCPU(server.pid)
     try:
         await runner.connect()
         await runner.learn_host(timeout=30)
@@ -185,9 +192,68 @@ async def ssh(repeat: int, tmp: Path) -> None:
         # The remote processes are sshd's children, not this one's: wall time only.
         times = await _interleaved(cases, repeat)
         _report(f"kosmos's SSH runner, median of {repeat}", times, cpu=False)
+        await host_side(runner, server, home, repeat, cgroup)
     finally:
         await runner.close()
         server.stop()
+        cgroup.close()  # once the sshd has gone from it
+
+
+async def host_side(
+    runner: SSHRunner, server: Sshd, home: Path, repeat: int, cgroup: HostsCPU
+) -> None:
+    """The host's CPU per session of each kind, from the sshd's cgroup: blocks of sessions,
+    each block timed whole (a session's last exit comes after its result), interleaved."""
+    import asyncssh
+
+    from kosmos.hosts.knowledge import KNOWLEDGE_PATHS
+
+    if cgroup.seconds() is None:
+        print("(the host's CPU: no cgroup v2 here)")
+        return
+    ssh_dir = home / ".ssh"
+    bare = await asyncssh.connect(
+        "127.0.0.1",
+        server.port,
+        username=server.user,
+        client_keys=[str(ssh_dir / "id_ed25519")],
+        known_hosts=str(ssh_dir / "known_hosts"),
+        config=[],
+    )
+
+    async def floor() -> None:
+        await bare.run("hostname", check=True)
+
+    async def learn() -> None:  # what a run's first session asks, asked again
+        runner.host_lock.status, runner.os = None, None
+        await runner.read_first(KNOWLEDGE_PATHS, timeout=30)
+        if runner.host_lock.status is None:
+            sys.exit("the host was not learnt")
+
+    cases: dict[str, Callable[[], Awaitable[object]]] = {
+        "`hostname` as sshd runs it (bare asyncssh)": floor,
+        "`hostname` in kosmos's wrapper, no lock": _run(runner, None, "hostname"),
+        "`hostname` inside the lock (perl prelude)": _run(runner, Lock(), "hostname"),
+        "learning the host: OS, lock, knowledge": learn,
+    }
+    block = max(10, repeat // 5)
+    per: dict[str, list[float]] = {name: [] for name in cases}
+    try:
+        for _ in range(5):
+            for name, case in cases.items():
+                before = cgroup.seconds() or 0.0
+                for _ in range(block):
+                    await case()
+                await asyncio.sleep(0.3)  # the block's last sessions end
+                per[name].append(((cgroup.seconds() or 0.0) - before) / block)
+    finally:
+        bare.close()
+    print(f"the host's CPU per session (sshd and all it starts), median of 5 blocks of {block}")
+    first = statistics.median(per[next(iter(per))]) * 1000
+    for name, values in per.items():
+        ms = statistics.median(values) * 1000
+        extra = f" (+{ms - first:.2f})" if name != next(iter(per)) else ""
+        print(f"  {name:46} {ms:6.2f} ms{extra}")
 
 
 def main() -> None:
