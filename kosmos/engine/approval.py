@@ -45,6 +45,22 @@ ProposalKind = Literal["command", "file", "memory"]
 MAX_EDIT_ROUNDS = 5
 
 
+def unasked_line(event: CommandDecision) -> str:
+    """Why a command ran (or was skipped) with no person's key on its step, as the front ends
+    show it under the command; "" where a person decided it there, or it was refused."""
+    if event.decision == "refused":
+        return ""
+    if event.by == "policy":
+        return f"runs without asking ({event.reason})" if event.reason else "runs without asking"
+    if event.by == "replay":
+        return f"{event.decision} (as recorded)"
+    if event.by == "canary":
+        return f"{event.decision} (as on the canary)"
+    if event.by == "standing" and event.decision == "run":
+        return "runs without asking (A: run on every host that proposes it)"
+    return ""
+
+
 @dataclass(frozen=True)
 class Decision:
     """What becomes of one proposed command.

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import TextIO
 
+from kosmos.engine.approval import unasked_line
 from kosmos.engine.guard import visible, visible_output
 from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import (
@@ -106,10 +107,8 @@ class TextRenderer:
                 self._directive(event)
             case CommandDecision() if event.decision == "refused":
                 c.say(c.style(f"  refused: {visible(event.reason)}", "33"))
-            case CommandDecision() if event.by == "replay":
-                c.say(c.style(f"  {event.decision} (as recorded)", "2"))
-            case CommandDecision() if event.by == "policy" and event.decision == "run":
-                c.say(c.style(f"  runs without asking ({event.reason})", "2"))
+            case CommandDecision() if why := unasked_line(event):
+                c.say(c.style(f"  {visible(why)}", "2"))
             case CommandDecision() if event.decision == "skip":
                 c.say(c.style("  skipped", "2"))
             case CommandDecision() if event.decision == "edit":

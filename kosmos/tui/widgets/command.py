@@ -41,20 +41,6 @@ def command_syntax(command: str) -> Syntax:
     )
 
 
-def unasked(decision: str, by: str, reason: str) -> str:
-    """Why a command ran (or was skipped) without the operator's key on this step; "" when
-    the operator decided it here."""
-    if by == "policy":
-        return f"runs without asking ({reason})" if reason else "runs without asking"
-    if by == "replay":
-        return f"{decision} (as recorded)"
-    if by == "canary":
-        return f"{decision} (as on the canary)"
-    if by == "standing" and decision == "run":
-        return "runs without asking (A: run on every host that proposes it)"
-    return ""
-
-
 class CmdStep(FocusableStep):
     """One proposed command through its life: awaiting approval, running, finished or skipped."""
 
@@ -157,16 +143,15 @@ class CmdStep(FocusableStep):
                 return widget
         return self if self.awaiting else None
 
-    def decided(self, decision: str, command: str, reason: str = "", by: str = "") -> None:
+    def decided(self, decision: str, command: str, reason: str = "", unasked: str = "") -> None:
+        """`unasked`: why it ran with nobody asked here (`approval.unasked_line`), or ""."""
         self.awaiting = False
         self.query("#actions, #edit-input, #confirm-input").set_class(False, "shown")
         # A refusal says why (the host's name was not typed, a read-only policy...).
         self._say(reason if decision == "refused" else "")
-        # A command nobody was asked about here says why it ran (as `kosmos run` prints it).
-        why = "" if decision == "refused" else unasked(decision, by, reason)
-        if why and not self.query("#unasked"):
+        if unasked and not self.query("#unasked"):
             self.mount(
-                Static(visible(why), classes="step-note", id="unasked", markup=False),
+                Static(visible(unasked), classes="step-note", id="unasked", markup=False),
                 before="#output",
             )
         if command != self.command:

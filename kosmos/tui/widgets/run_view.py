@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
+from kosmos.engine.approval import unasked_line
 from kosmos.engine.guard import visible
 from kosmos.engine.parser import ACTION_TAGS
 from kosmos.events import (
@@ -259,7 +260,7 @@ class RunView(VerticalScroll):
             await self._directive(event)
         elif isinstance(event, CommandDecision):
             widget = await self._cmd_step(event.step, event.proposed)
-            widget.decided(event.decision, event.command, event.reason, event.by)
+            widget.decided(event.decision, event.command, event.reason, unasked_line(event))
         elif isinstance(event, CommandStarted):
             widget = await self._cmd_step(event.step, event.command)
             widget.started()
