@@ -74,7 +74,7 @@ class Packer:
         self._dictionaries: list[bytes] = []
 
     def pack(self, data: bytes) -> bytes:
-        tail = data[-WINDOW:]  # zlib's window: the most of a dictionary it uses
+        tail = data[-WINDOW:]
         known = self._dictionaries
         if len(known) < DICTIONARIES and (not known or len(tail) > 2 * len(known[-1])):
             known.append(tail)

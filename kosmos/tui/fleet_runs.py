@@ -376,9 +376,8 @@ async def _serve(link: Link, job: FleetJob) -> None:
 
     def cancel() -> None:
         nonlocal cancelled
-        if ended is None:  # a Cancel after the end would cancel the end itself
-            cancelled = True
-            main.cancel()
+        cancelled = True
+        main.cancel()
 
     def take(item: Any) -> None:
         if isinstance(item, Answer):
@@ -392,7 +391,6 @@ async def _serve(link: Link, job: FleetJob) -> None:
         elif isinstance(item, Cancel):
             cancel()
 
-    ended: Ended | None = None
     link.listen(loop, take)
     result: FleetFinished | None = None
     error: str | None = None
@@ -403,6 +401,5 @@ async def _serve(link: Link, job: FleetJob) -> None:
     except Exception as e:
         error = job.redactor(f"{e!r}")
         result = controller.fleet.result if controller.fleet is not None else None
-    ended = Ended(result, error, cancelled)
-    batch.append(ended)
+    batch.append(Ended(result, error, cancelled))
     flush()
