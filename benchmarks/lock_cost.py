@@ -249,10 +249,9 @@ async def host_side(
     finally:
         bare.close()
     print(f"the host's CPU per session (sshd and all it starts), median of 5 blocks of {block}")
-    first = statistics.median(per[next(iter(per))]) * 1000
-    for name, values in per.items():
-        ms = statistics.median(values) * 1000
-        extra = f" (+{ms - first:.2f})" if name != next(iter(per)) else ""
+    medians = [(name, statistics.median(values) * 1000) for name, values in per.items()]
+    for i, (name, ms) in enumerate(medians):
+        extra = f" (+{ms - medians[0][1]:.2f})" if i else ""
         print(f"  {name:46} {ms:6.2f} ms{extra}")
 
 
