@@ -1,38 +1,32 @@
 """Typed events: the engine emits them, front ends render them, the transcript stores them."""
 
-# No `from __future__ import annotations` here: pydantic would then compile and evaluate each
-# field's annotation from its text as every event class is built, which is a fifth of what
-# importing this module costs every run.
+# Records (msgspec Structs): built without validation by kosmos's own code, which mypy checks;
+# validated where they come from outside (`parse_event`, a transcript's line). A class costs
+# microseconds to build, where a validating model's schema costs a run's start-up its share
+# of 150 ms.
 
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
+import msgspec
+from msgspec import Struct, field
 
 from kosmos.errors import RunStatus
 
 
-def _now() -> float:
-    # A Python function, not `time.time` itself: pydantic inspects a default factory's signature
-    # as it builds each event class's schema, and a builtin's is parsed from its text.
-    return time.time()
-
-
-class Event(BaseModel):
+class Event(Struct, frozen=True, kw_only=True):
     """Base of every event; `type` names it on the wire (transcript, --json)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     # Events that only matter live (streamed output) are not written to the transcript.
     persist: ClassVar[bool] = True
 
     type: str
-    ts: float = Field(default_factory=_now)
+    ts: float = field(default_factory=time.time)
     host: str | None = None
 
 
-class RunStarted(Event):
+class RunStarted(Event, frozen=True, kw_only=True):
     type: Literal["run_started"] = "run_started"
     run_id: str
     skill: str
@@ -62,7 +56,7 @@ class RunStarted(Event):
     skill_sha256: str | None = None
 
 
-class KnowledgeLoaded(Event):
+class KnowledgeLoaded(Event, frozen=True, kw_only=True):
     """The host's knowledge file was found and goes into the system prompt."""
 
     type: Literal["knowledge_loaded"] = "knowledge_loaded"
@@ -70,31 +64,28 @@ class KnowledgeLoaded(Event):
     text: str
 
 
-class Notice(Event):
+class Notice(Event, frozen=True, kw_only=True):
     """Something the operator should know that does not stop the run."""
 
     type: Literal["warning"] = "warning"
     message: str
 
 
-class ToolCall(BaseModel):
+class ToolCall(Struct, frozen=True, kw_only=True):
     """One function call an LLM asked for: its id (if the wire has one), name and args."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str | None = None
     name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
 
 
-class Message(BaseModel):
+# A plain message stays {"role", "content"} in transcripts and byte counts (omit_defaults).
+class Message(Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One chat message as the LLM sees it.
 
     An assistant message may carry tool calls besides its text; a `tool` message answers the
     call `tool_call_id` (named `name`, which Gemini's functionResponse needs).
     """
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
@@ -102,19 +93,8 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
 
-    @model_serializer(mode="wrap")
-    def _compact(self, handler: Any) -> dict[str, Any]:
-        # A plain message stays {"role", "content"} in transcripts and byte counts.
-        data = handler(self)
-        if not self.tool_calls:
-            data.pop("tool_calls", None)
-        for key in ("tool_call_id", "name"):
-            if data.get(key) is None:
-                data.pop(key, None)
-        return data
 
-
-class LLMRequest(Event):
+class LLMRequest(Event, frozen=True, kw_only=True):
     """An LLM call starts. `new_messages` are those added since the previous request."""
 
     type: Literal["llm_request"] = "llm_request"
@@ -124,7 +104,7 @@ class LLMRequest(Event):
     sent_bytes: int
 
 
-class LLMRetry(Event):
+class LLMRetry(Event, frozen=True, kw_only=True):
     type: Literal["llm_retry"] = "llm_retry"
     step: int
     attempt: int
@@ -132,7 +112,7 @@ class LLMRetry(Event):
     delay_s: float
 
 
-class LLMReply(Event):
+class LLMReply(Event, frozen=True, kw_only=True):
     type: Literal["llm_reply"] = "llm_reply"
     step: int
     content: str
@@ -142,7 +122,7 @@ class LLMReply(Event):
     tool_calls: list[ToolCall] = []
 
 
-class CapabilityFallback(Event):
+class CapabilityFallback(Event, frozen=True, kw_only=True):
     """The server rejected a capability (HTTP 400); kosmos stops using it for this run."""
 
     type: Literal["capability_fallback"] = "capability_fallback"
@@ -151,7 +131,7 @@ class CapabilityFallback(Event):
     next: str
 
 
-class StructuredExchange(Event):
+class StructuredExchange(Event, frozen=True, kw_only=True):
     """One structured request (docs/protocol.md): context, schema, strategy and the solution.
 
     Together they are a replayable unit: the same context and schema give the same call.
@@ -160,17 +140,13 @@ class StructuredExchange(Event):
     type: Literal["structured_request"] = "structured_request"
     step: int | None = None
     context: list[Message]
-    schema_: dict[str, Any] = Field(alias="schema")
+    schema_: dict[str, Any] = field(name="schema")
     name: str = "response"
     llm: dict[str, Any] = {}  # settings a content handler changed (temperature, max_tokens)
     strategy: Literal["json_schema", "tool", "json_mode"]
     solution: dict[str, Any] | None = None
     repaired: bool = False
     error: str | None = None
-
-    model_config = ConfigDict(
-        frozen=True, populate_by_name=True, serialize_by_alias=True, defer_build=True
-    )
 
 
 DirectiveKind = Literal[
@@ -187,7 +163,7 @@ DirectiveKind = Literal[
 ]
 
 
-class Directive(Event):
+class Directive(Event, frozen=True, kw_only=True):
     """What the LLM asked for in one reply."""
 
     type: Literal["directive"] = "directive"
@@ -205,7 +181,7 @@ class Directive(Event):
     content: str = ""
 
 
-class FormatError(Event):
+class FormatError(Event, frozen=True, kw_only=True):
     """A reply without one of the five tags."""
 
     type: Literal["format_error"] = "format_error"
@@ -223,7 +199,7 @@ Risk = Literal["read_only", "write", "dangerous"]
 DecidedBy = Literal["operator", "policy", "replay", "standing", "canary"]
 
 
-class CommandDecision(Event):
+class CommandDecision(Event, frozen=True, kw_only=True):
     """Whether a proposed command runs, and who decided (`DecidedBy`).
 
     `refused`: the policy would not let it run (the LLM is told `reason`). `asked`: a person
@@ -241,13 +217,13 @@ class CommandDecision(Event):
     asked: bool = False
 
 
-class CommandStarted(Event):
+class CommandStarted(Event, frozen=True, kw_only=True):
     type: Literal["command_started"] = "command_started"
     step: int
     command: str
 
 
-class CommandOutput(Event):
+class CommandOutput(Event, frozen=True, kw_only=True):
     """A chunk of live output for front ends; the transcript keeps it in CommandFinished."""
 
     persist: ClassVar[bool] = False
@@ -257,7 +233,7 @@ class CommandOutput(Event):
     text: str
 
 
-class CommandFinished(Event):
+class CommandFinished(Event, frozen=True, kw_only=True):
     type: Literal["command_finished"] = "command_finished"
     step: int
     command: str
@@ -277,7 +253,7 @@ class CommandFinished(Event):
 ActionStatus = Literal["done", "error", "skipped", "refused"]
 
 
-class SkillFolderReady(Event):
+class SkillFolderReady(Event, frozen=True, kw_only=True):
     """The files beside SKILL.md are on the target: `base` is their folder there."""
 
     type: Literal["skill_folder"] = "skill_folder"
@@ -289,7 +265,7 @@ class SkillFolderReady(Event):
     how: Literal["local", "uploaded", "reused", "remote"]
 
 
-class FileRead(Event):
+class FileRead(Event, frozen=True, kw_only=True):
     """[GET-FILE]: a file's text read from the target for the LLM (or why it was not)."""
 
     type: Literal["file_read"] = "file_read"
@@ -305,7 +281,7 @@ class FileRead(Event):
 MemoryVerb = Literal["store", "append", "retrieve", "list", "delete"]
 
 
-class MemoryAction(Event):
+class MemoryAction(Event, frozen=True, kw_only=True):
     """A memory directive carried out on the controller's memory folder (or refused)."""
 
     type: Literal["memory"] = "memory"
@@ -321,7 +297,7 @@ class MemoryAction(Event):
     sent_to_llm: str
 
 
-class Answer(Event):
+class Answer(Event, frozen=True, kw_only=True):
     type: Literal["answer"] = "answer"
     step: int
     question: str
@@ -329,7 +305,7 @@ class Answer(Event):
     required: bool
 
 
-class ParamsUpdate(Event):
+class ParamsUpdate(Event, frozen=True, kw_only=True):
     """The parameter dialogue: one turn, or parameters merged, rejected, confirmed."""
 
     type: Literal["params_update"] = "params_update"
@@ -342,7 +318,7 @@ class ParamsUpdate(Event):
     typed: str | None = None
 
 
-class RunPlanned(Event):
+class RunPlanned(Event, frozen=True, kw_only=True):
     """A fleet host's run as it was to start, kept for a host that never got as far as its
     own run (unreachable, not started), so that `--resume` can start it anew."""
 
@@ -354,7 +330,7 @@ class RunPlanned(Event):
     target: str
 
 
-class RunFinished(Event):
+class RunFinished(Event, frozen=True, kw_only=True):
     """The last event of a run; `--json` prints it as the final `result` line."""
 
     type: Literal["result"] = "result"
@@ -367,38 +343,52 @@ class RunFinished(Event):
     transcript: str | None = None
 
 
-AnyEvent = Annotated[
-    RunStarted
-    | RunPlanned
-    | KnowledgeLoaded
-    | Notice
-    | LLMRequest
-    | LLMRetry
-    | LLMReply
-    | CapabilityFallback
-    | StructuredExchange
-    | ParamsUpdate
-    | Directive
-    | FormatError
-    | CommandDecision
-    | CommandStarted
-    | CommandOutput
-    | CommandFinished
-    | SkillFolderReady
-    | FileRead
-    | MemoryAction
-    | Answer
-    | RunFinished,
-    Field(discriminator="type"),
-]
+EVENTS: tuple[type[Event], ...] = (
+    RunStarted,
+    RunPlanned,
+    KnowledgeLoaded,
+    Notice,
+    LLMRequest,
+    LLMRetry,
+    LLMReply,
+    CapabilityFallback,
+    StructuredExchange,
+    ParamsUpdate,
+    Directive,
+    FormatError,
+    CommandDecision,
+    CommandStarted,
+    CommandOutput,
+    CommandFinished,
+    SkillFolderReady,
+    FileRead,
+    MemoryAction,
+    Answer,
+    RunFinished,
+)
 
-_adapter: list[TypeAdapter[Any]] = []
+
+def event_type(kind: type[Event]) -> str:
+    """The name an event type has on the wire (`command_started`): its `type`'s default."""
+    default = msgspec.structs.fields(kind)[0].default
+    assert isinstance(default, str), kind
+    return default
+
+
+# Each event type by its name on the wire.
+KINDS: dict[str, type[Event]] = {event_type(kind): kind for kind in EVENTS}
 
 Emit = Callable[[Event], None]
 
 
 def parse_event(data: dict[str, Any]) -> Event:
-    """Turn one transcript line back into its event."""
-    if not _adapter:  # built on first use: a run that reads no transcript never pays for it
-        _adapter.append(TypeAdapter(AnyEvent))
-    return _adapter[0].validate_python(data)
+    """Turn one transcript line back into its event (msgspec.ValidationError if it is not one)."""
+    kind = KINDS.get(data.get("type"))  # type: ignore[arg-type]
+    if kind is None:
+        raise msgspec.ValidationError(f"no event type {data.get('type')!r} - at `$.type`")
+    return msgspec.convert(data, kind, strict=False)
+
+
+def dump(record: Struct) -> Any:
+    """An event (or message) as JSON-ready builtins: what the transcript and `--json` write."""
+    return msgspec.to_builtins(record)

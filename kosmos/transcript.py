@@ -17,10 +17,10 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import BinaryIO
 
-from pydantic import ValidationError
+import msgspec
 
 from kosmos.errors import KosmosError, RecordError, UsageError
-from kosmos.events import Event, parse_event
+from kosmos.events import Event, dump, parse_event
 
 
 def default_path(directory: Path, skill: str, run_id: str) -> Path:
@@ -158,7 +158,7 @@ class Transcript:
         """Append one event; RecordError (once) when the disk stopped taking them."""
         if self._fd is None or not event.persist:
             return
-        line = json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n"
+        line = json.dumps(dump(event), ensure_ascii=False) + "\n"
         try:
             self._writer.append(self._fd, line.encode("utf-8"))
         except WriteFailed as e:
@@ -287,10 +287,10 @@ def _event(raw: bytes, path: Path, number: int) -> Event:
         raise UsageError(f'{where}: not a kosmos event (no "type"); is it a transcript?')
     try:
         return parse_event(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(part) for part in first.get("loc", ())) or "the event"
+    except msgspec.ValidationError as e:
+        message, _, at = str(e).rpartition(" - at `$.")
+        field = at.rstrip("`") if message else "the event"
         raise UsageError(
-            f"{where}: a {data['type']!r} event kosmos cannot read ({field}: {first['msg']}); "
-            "was the file edited?"
+            f"{where}: a {data['type']!r} event kosmos cannot read ({field}: "
+            f"{message or e}); was the file edited?"
         ) from None

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from kosmos.fleet.results import HostSummary, fleet_result, names
 from kosmos.transcript import read_transcript
@@ -119,7 +120,7 @@ def test_names_fit_their_width_and_count_the_rest() -> None:
         host="x", target="x", status="failed", steps=1, duration_s=1.0, last_exit_code=1,
         exit_code=1, commands_run=1, message="", mode="llm",
     )  # fmt: skip
-    result = fleet_result([summary.model_copy(update={"host": h}) for h in hosts], 1.0)
+    result = fleet_result([replace(summary, host=h) for h in hosts], 1.0)
     assert result.message.endswith(", web013 and 187 more)") and len(result.message) < 160
 
 

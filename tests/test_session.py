@@ -19,6 +19,7 @@ from kosmos.events import (
     LLMRequest,
     LLMRetry,
     Notice,
+    dump,
 )
 from kosmos.hosts.local import LocalRunner
 from kosmos.prompts import Prompts
@@ -60,7 +61,7 @@ async def test_each_request_reports_the_size_of_the_history_it_sends(
         assert event.sent_messages == len(sent.messages)
         sent_now = [m for m in kept if m.content in {s["content"] for s in sent.messages}]
         assert len(sent_now) == len(sent.messages)
-        dumped = json.dumps([m.model_dump() for m in sent_now], ensure_ascii=False)
+        dumped = json.dumps([dump(m) for m in sent_now], ensure_ascii=False)
         assert event.sent_bytes == len(dumped.encode())
     assert "привет" in requests[1].new_messages[-1].content
     assert (requests[-1].sent_messages < len(kept)) is (mode == "last_n")

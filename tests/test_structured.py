@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kosmos.config import Settings
 from kosmos.errors import UsageError
-from kosmos.events import CapabilityFallback, Event, StructuredExchange
+from kosmos.events import CapabilityFallback, Event, StructuredExchange, dump, parse_event
 from kosmos.llm.content import (
     CommandOutputContent,
     ContentTypes,
@@ -81,7 +81,7 @@ async def test_native_json_schema_first(llm: ScriptedLLM) -> None:
     assert record.solution == {"status": "ok", "reason": "active"}
     assert record.schema_ == SCHEMA
     assert [m.content for m in record.context] == ["You judge servers.", "Is nginx fine?"]
-    dumped = record.model_dump(mode="json")
+    dumped = dump(record)
     assert dumped["schema"] == SCHEMA  # the transcript's key is `schema`
 
 
@@ -324,9 +324,8 @@ async def test_a_recorded_request_replays_byte_for_byte(llm: ScriptedLLM) -> Non
     await c.request(context, Verdict)
     [record] = [e for e in events if isinstance(e, StructuredExchange)]
     # Through the transcript's JSON and back, as a replay would read it.
-    again = StructuredExchange.model_validate(
-        json.loads(json.dumps(record.model_dump(mode="json")))
-    )
+    again = parse_event(json.loads(json.dumps(dump(record))))
+    assert isinstance(again, StructuredExchange)
     llm.script(calls(call("generate_response", status="broken", reason="second")))
     solution = await c.replay(again, Verdict)
     await c.provider.aclose()

@@ -20,7 +20,7 @@ import pytest
 
 from kosmos.engine.session import SessionOptions
 from kosmos.engine.sudo import calls_sudo
-from kosmos.events import CommandFinished, CommandStarted
+from kosmos.events import CommandFinished, CommandStarted, dump
 from kosmos.frontends.console import Console
 from kosmos.frontends.headless import HeadlessOperator
 from kosmos.frontends.line import LineOperator
@@ -100,7 +100,7 @@ def _everything(run, llm: ScriptedLLM, transcript: Path) -> str:
         [
             transcript.read_text(),
             json.dumps([r.body for r in llm.requests]),
-            json.dumps([e.model_dump(mode="json") for e in run.events]),
+            json.dumps([dump(e) for e in run.events]),
         ]
     )
 

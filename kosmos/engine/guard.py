@@ -19,7 +19,8 @@ import re
 import types
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter
+import msgspec
+from msgspec.structs import replace
 
 from kosmos.engine.parser import _TAG_RE
 from kosmos.events import CommandOutput, Event, Message
@@ -128,8 +129,8 @@ _NO_TEXT = frozenset({int, float, bool, type(None)})
 def _text_fields(kind: type[Event]) -> tuple[str, ...]:
     """The fields of an event type that may hold text: those the redactor is to read."""
     names = []
-    for name, field in kind.model_fields.items():
-        annotation = field.annotation
+    for field in msgspec.structs.fields(kind):
+        name, annotation = field.name, field.type
         union = get_origin(annotation) in (Union, types.UnionType)
         kinds = set(get_args(annotation) if union else (annotation,))
         if name in _PLAIN_FIELDS or kinds <= _NO_TEXT:
@@ -157,19 +158,23 @@ def redact_event(event: Event, redactor: Redactor) -> Event:
             clean = [redact_message(m, redactor) for m in value]
         elif isinstance(value, dict | list | tuple) and value and _plain(value):
             clean = redactor.redact_obj(value)
-        elif isinstance(value, dict | list | tuple | BaseModel) and value:
-            # Nested models (tool calls, schemas): redact their plain form, rebuild the field.
-            plain = event.model_dump(include={name}, by_alias=False).get(name, value)
+        elif isinstance(value, dict | list | tuple | msgspec.Struct) and value:
+            # Nested records (tool calls): redact their plain form, rebuild the field.
+            plain = msgspec.to_builtins(value)
             redacted = redactor.redact_obj(plain)
             if redacted == plain:
                 continue
-            annotation = type(event).model_fields[name].annotation
-            clean = TypeAdapter(Any if annotation is None else annotation).validate_python(redacted)
+            clean = msgspec.convert(redacted, _annotation(type(event), name))
         else:
             continue
         if clean != value:
             changed[name] = clean
-    return event.model_copy(update=changed) if changed else event
+    return replace(event, **changed) if changed else event
+
+
+@functools.cache
+def _annotation(kind: type[Event], name: str) -> Any:
+    return next(f.type for f in msgspec.structs.fields(kind) if f.name == name)
 
 
 def outgoing(event: Event, host: str, redactor: Redactor) -> Event:
@@ -179,7 +184,7 @@ def outgoing(event: Event, host: str, redactor: Redactor) -> Event:
     (`LineRedactor`) and passes as it is.
     """
     if event.host is None:
-        event = event.model_copy(update={"host": host})
+        event = replace(event, host=host)
     if isinstance(event, CommandOutput):
         return event
     return redact_event(event, redactor)
@@ -188,12 +193,10 @@ def outgoing(event: Event, host: str, redactor: Redactor) -> Event:
 def redact_message(message: Message, redactor: Redactor) -> Message:
     """The message with its text and any tool-call arguments redacted."""
     content = redactor(message.content)
-    calls = tuple(
-        c.model_copy(update={"args": redactor.redact_obj(c.args)}) for c in message.tool_calls
-    )
+    calls = tuple(replace(c, args=redactor.redact_obj(c.args)) for c in message.tool_calls)
     if content == message.content and calls == message.tool_calls:
         return message
-    return message.model_copy(update={"content": content, "tool_calls": calls})
+    return replace(message, content=content, tool_calls=calls)
 
 
 class LineRedactor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from kosmos.events import Message
+from kosmos.events import Message, dump
 
 DEFAULT_HISTORY_MAX = 10
 
@@ -49,7 +49,7 @@ class Sizes:
         for m in sent:
             size = self._known.get(id(m))
             if size is None or size[0] is not m:
-                size = (m, len(json.dumps(m.model_dump(), ensure_ascii=False).encode()))
+                size = (m, len(json.dumps(dump(m), ensure_ascii=False).encode()))
             known[id(m)] = size
             total += size[1]
         self._known = known

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from msgspec.structs import replace
+
 from kosmos.errors import InputNeeded
 from kosmos.events import Emit, Message, ParamsUpdate, ToolCall
 from kosmos.llm.provider import Provider, ToolSpec
@@ -216,8 +218,7 @@ class ParamCollector:
             sent = [Message(role="system", content=self.system()), *self.messages]
             reply = await self.provider.complete(sent, tools=self.tools())
             calls = [
-                c if c.id else c.model_copy(update={"id": f"call_{i}"})
-                for i, c in enumerate(reply.tool_calls)
+                c if c.id else replace(c, id=f"call_{i}") for i, c in enumerate(reply.tool_calls)
             ]
             self.messages.append(
                 Message(role="assistant", content=reply.text, tool_calls=tuple(calls))

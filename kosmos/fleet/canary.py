@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from msgspec.structs import replace
+
 from kosmos.engine.operator import Operator
 from kosmos.engine.replay import Decisions, ReplayGate, ReplayOperator
 from kosmos.errors import UsageError
@@ -140,7 +142,7 @@ class CanaryRecord:
         record = cls(starts[0].host or "canary")
         for event in events:
             record.observe(event)
-        record.started = starts[0].model_copy(update={"transcript": source})
+        record.started = replace(starts[0], transcript=source)
         return record
 
 

@@ -15,10 +15,8 @@ import re
 from collections.abc import Awaitable
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from kosmos.errors import RecordError, UsageError
-from kosmos.events import Event
+from kosmos.events import Event, dump
 from kosmos.fleet.results import names
 from kosmos.transcript import AppendWriter, WriteFailed, open_append, unwritable
 
@@ -52,7 +50,7 @@ class Journal:
         RecordError (once) when the disk stopped taking them."""
         if not event.persist or event.host is None:
             return
-        line = json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n"
+        line = json.dumps(dump(event), ensure_ascii=False) + "\n"
         try:
             self._writer.append(self._fd(event.host), line.encode("utf-8"))
         except WriteFailed as e:
@@ -87,10 +85,10 @@ class Journal:
         )
 
 
-def write_fleet_json(path: Path, result: BaseModel) -> None:
+def write_fleet_json(path: Path, result: Event) -> None:
     """fleet.json, whole or not at all (written beside it, then renamed over it); a disk that
     does not take it is a RecordError."""
-    text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(dump(result), indent=2, ensure_ascii=False) + "\n"
     part = path.with_name(path.name + ".part")
     try:
         part.write_text(text, encoding="utf-8")

@@ -13,6 +13,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from msgspec.structs import replace
+
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
 from kosmos.engine.session import Session
 from kosmos.errors import (
@@ -325,12 +327,12 @@ class Fleet:
     def _emitter(self, run: HostRun, record: CanaryRecord | None) -> Emit:
         def emit(event: Event) -> None:
             if event.host != run.name:
-                event = event.model_copy(update={"host": run.name})
+                event = replace(event, host=run.name)
             if isinstance(event, RunFinished):
                 # A host's time in a fleet runs from its start, its connection included, in
                 # its result as in its row and the fleet's summary (its session starts after).
                 run.finished = time.monotonic()
-                event = event.model_copy(update={"duration_s": run.elapsed()})
+                event = replace(event, duration_s=run.elapsed())
             self._track(run, event)
             if record is not None:
                 record.observe(event)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from msgspec import Struct
 
 from kosmos.engine.guard import visible
 from kosmos.errors import (
@@ -36,7 +36,7 @@ EXIT_PRIORITY: tuple[int, ...] = (
 EXIT_PRIORITY += (EXIT_NEEDS_INPUT, EXIT_STEP_LIMIT, EXIT_USAGE)
 
 
-class HostSummary(BaseModel):
+class HostSummary(Struct, frozen=True, kw_only=True):
     host: str
     target: str
     status: str
@@ -51,7 +51,7 @@ class HostSummary(BaseModel):
     transcript: str | None = None
 
 
-class FleetFinished(Event):
+class FleetFinished(Event, frozen=True, kw_only=True):
     """The fleet's final `result` line: it has no host and lists every host's outcome."""
 
     type: Literal["result"] = "result"

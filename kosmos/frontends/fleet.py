@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from kosmos import errors
 from kosmos.config import Settings
 from kosmos.engine.guard import visible
@@ -232,7 +234,7 @@ class FleetFrontend:
             journal.close()
         except RecordError as e:
             self.console.error(f"kosmos: {e}")
-            result = result.model_copy(update={"exit_code": e.exit_code})
+            result = replace(result, exit_code=e.exit_code)
         return self._report(result, run_dir, canary=req.canary is not None or replayed is not None)
 
     async def _drive(self, fleet: Fleet) -> FleetFinished:

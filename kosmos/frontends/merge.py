@@ -17,11 +17,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
+import msgspec
 
 from kosmos.engine.guard import visible
 from kosmos.errors import UsageError
-from kosmos.events import RunFinished
+from kosmos.events import RunFinished, dump
 from kosmos.fleet.results import FleetFinished, fleet_result, reason_lines, summary_lines
 from kosmos.frontends.console import Console
 from kosmos.transcript import open_regular, read_transcript
@@ -41,13 +41,13 @@ def _load(directory: Path) -> FleetFinished:
         if len(data) > MAX_RESULT_BYTES:
             limit = MAX_RESULT_BYTES // 2**20
             raise UsageError(f"{path}: larger than {limit} MiB; not a fleet result")
-        return FleetFinished.model_validate_json(data)
+        return msgspec.json.decode(data, type=FleetFinished, strict=False)
     except FileNotFoundError:
         raise UsageError(
             f"{directory}: no fleet.json; give the run directory of a finished fleet run "
             "(its transcripts folder)"
         ) from None
-    except (OSError, ValueError, ValidationError) as e:
+    except (OSError, ValueError) as e:
         why = e.strerror if isinstance(e, OSError) else "not a fleet result"
         raise UsageError(f"{path}: cannot read it ({why}); was the run cut short?") from None
 
@@ -156,7 +156,7 @@ def merge_command(directories: Sequence[Path], *, json_out: bool) -> int:
     result = merge_results(directories)
     console = Console(out=sys.stdout, err=sys.stderr)
     if json_out:
-        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False), flush=True)
+        print(json.dumps(dump(result), ensure_ascii=False), flush=True)
     else:
         replayed = any(h.mode != "llm" for h in result.hosts)
         for line in [*summary_lines(result, canary=replayed), *reason_lines(result)]:

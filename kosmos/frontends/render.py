@@ -29,6 +29,7 @@ from kosmos.events import (
     RunFinished,
     RunStarted,
     SkillFolderReady,
+    dump,
 )
 from kosmos.frontends.console import Console
 
@@ -263,7 +264,7 @@ class JsonRenderer:
     def __call__(self, event: Event) -> None:
         if not event.persist:
             return
-        data = event.model_dump(mode="json")
+        data = dump(event)
         if isinstance(event, CommandFinished):
             # The raw output (up to 1 MiB) stays in the transcript; --json carries what the LLM saw.
             data.pop("output", None)

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from msgspec import Struct
+from msgspec import field as struct_field
 
 from kosmos.errors import LLMError
 from kosmos.events import Message, ToolCall
@@ -27,23 +28,23 @@ __all__ = [
 Capability = Literal["json_schema", "tools", "json_mode"]
 
 
-class Reply(BaseModel):
+class Reply(Struct, kw_only=True):
     """What an LLM answered: text and/or tool calls (a multi-part reply keeps both)."""
 
     text: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = []
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
 
 
-class ToolSpec(BaseModel):
+class ToolSpec(Struct, frozen=True, kw_only=True):
     """A function the LLM may call: name, description and a JSON schema for its arguments."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     description: str
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = struct_field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
+from msgspec.structs import replace
 from pydantic import BaseModel, ValidationError
 
 from kosmos.errors import RunFailed
@@ -188,7 +189,7 @@ class StructuredClient:
         text = self.prompts["STRUCTURED_REPAIR"].format(error=error)
         call = next((c for c in reply.tool_calls if c.name == TOOL_NAME), None)
         if strategy == "tool" and call is not None:
-            call = call.model_copy(update={"id": call.id or "call_0"})
+            call = replace(call, id=call.id or "call_0")
             return [
                 Message(role="assistant", content=reply.text, tool_calls=(call,)),
                 Message(role="tool", content=text, tool_call_id=call.id, name=TOOL_NAME),

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
+
 from kosmos.config import Settings
 from kosmos.engine.approval import Policy
 from kosmos.engine.guard import redact_event
@@ -109,7 +111,7 @@ class TranscriptSink:
         if isinstance(event, RunStarted):
             for early in self.early:
                 early = redact_event(early, self.redactor)
-                self._file.write(early.model_copy(update={"host": event.host}))
+                self._file.write(replace(early, host=event.host))
             self.early.clear()
 
     def synced(self) -> Awaitable[None]:

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from kosmos.events import CommandFinished, CommandStarted, Event, RunFinished, parse_event
+from kosmos.events import (
+    CommandFinished,
+    CommandStarted,
+    Event,
+    RunFinished,
+    event_type,
+    parse_event,
+)
 from kosmos.tui.fleet_wire import Answer, Ask, Asked, Output, StopCommand, Told
 from kosmos.tui.messages import (
     ApprovalNeeded,
@@ -38,9 +45,9 @@ if TYPE_CHECKING:
 KEPT_OUTPUT = 32 * 1024
 
 # The `type`s of the events that start a command, and of those that end it.
-STARTS = CommandStarted.model_fields["type"].default
-FINISHED = RunFinished.model_fields["type"].default
-ENDS = {CommandFinished.model_fields["type"].default, FINISHED}
+STARTS = event_type(CommandStarted)
+FINISHED = event_type(RunFinished)
+ENDS = {event_type(CommandFinished), FINISHED}
 
 
 def _message(ask: Ask) -> Message:

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+from msgspec.structs import replace
+
 from kosmos.config import Settings
 from kosmos.events import CommandFinished, CommandOutput, Event, LLMReply, LLMRequest
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
@@ -75,11 +78,11 @@ def slim(event: Event) -> Event:
     reaches the screen as `Output` already)."""
     if isinstance(event, LLMRequest):
         system = [m for m in event.new_messages if m.role == "system"]
-        return event.model_copy(update={"new_messages": system})
+        return replace(event, new_messages=system)
     if isinstance(event, LLMReply):
-        return event.model_copy(update={"content": "", "tool_calls": [], "usage": None})
+        return replace(event, content="", tool_calls=[], usage=None)
     if isinstance(event, CommandFinished):
-        return event.model_copy(update={"output": "", "sent_to_llm": ""})
+        return replace(event, output="", sent_to_llm="")
     return event
 
 
@@ -108,7 +111,7 @@ def told(event: Event) -> Told | Output:
     assert event.host is not None
     if isinstance(event, CommandOutput):
         return Output(event.host, event.step, event.text)
-    return Told(event.host, event.type, slim(event).model_dump_json())
+    return Told(event.host, event.type, msgspec.json.encode(slim(event)).decode())
 
 
 @dataclass

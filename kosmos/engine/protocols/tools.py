@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from msgspec.structs import replace
+
 from kosmos.engine.parser import ACTION_TAGS, Kind, NoDirective, Parsed, canonical, parse_reply
 from kosmos.engine.protocols.base import OnRetry, Turn
 from kosmos.errors import LLMError
@@ -185,7 +187,7 @@ class ToolsProtocol:
             return Turn(reply, None, problem="no tool call")
         call = reply.tool_calls[0]
         if call.id is None:
-            call = call.model_copy(update={"id": "call_0"})
+            call = replace(call, id="call_0")
         if len(reply.tool_calls) > 1:
             extra = ", ".join(c.name for c in reply.tool_calls[1:])
             self._emit(Notice(message=f"the LLM called more than one tool; ignored: {extra}"))
@@ -199,7 +201,7 @@ class ToolsProtocol:
             return Message(role="assistant", content=content)
         call = turn.call
         if command is not None:
-            call = call.model_copy(update={"args": {"command": command}})
+            call = replace(call, args={"command": command})
         # Only the call acted on is kept: every call in history needs its own result.
         return Message(role="assistant", content=turn.reply.text, tool_calls=(call,))
 
