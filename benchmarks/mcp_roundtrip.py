@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from msgspec.structs import replace  # noqa: E402
 
 from kosmos.config import load_settings  # noqa: E402
 from kosmos.frontends.headless import HeadlessOperator  # noqa: E402
@@ -63,7 +64,7 @@ async def through_mcp(host: str, n: int, env: dict[str, str], root: Path) -> lis
 
 async def through_core(host: str, n: int, env: dict[str, str], root: Path) -> list[float]:
     settings = load_settings(env=env, cwd=root, home=Path(env["HOME"]))
-    settings = settings.model_copy(update={"transcript_dir": root / "core"})
+    settings = replace(settings, transcript_dir=root / "core")
     choices = RunChoices(policy="read-only", non_interactive=True)
     times = []
     for _ in range(n + 1):

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
+import msgspec
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from msgspec import Meta, Struct
+from msgspec.structs import replace
 
-from kosmos.errors import ConfigError
+from kosmos.errors import ConfigError, validation_problem
 from kosmos.memory import DEFAULT_FOLDER
 
 if TYPE_CHECKING:
@@ -53,83 +56,99 @@ def url_problem(value: str) -> str | None:
     return None
 
 
-def _checked_url(value: str) -> str:
-    problem = url_problem(value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
+class Secret:
+    """A secret setting (an API key): never shown by repr or str, read by get_secret_value()."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
 
 
-# Checked where it is read: a typo fails at once with the file and key, not at the first request.
-BaseUrl = Annotated[str, AfterValidator(_checked_url)]
+Positive = Annotated[float, Meta(gt=0)]
+Name = Annotated[str, Meta(min_length=1)]
 
 
-class CapabilitySettings(BaseModel):
+class _Section(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A settings section: typed, frozen, and no key it does not know."""
+
+
+class CapabilitySettings(_Section, frozen=True, kw_only=True):
     """What a provider (or one of its models) can do; unset keys keep the provider's default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     json_schema: bool | None = None
     tools: bool | None = None
     json_mode: bool | None = None
 
 
-class ProviderSettings(BaseModel):
+class ProviderSettings(_Section, frozen=True, kw_only=True):
     """The `providers.<name>` section: that provider's endpoint, key, model and capabilities."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_url: BaseUrl | None = None
-    api_key: SecretStr | None = None
-    model: str | None = Field(None, min_length=1)
+    base_url: str | None = None
+    api_key: Secret | None = None
+    model: Name | None = None
     capabilities: CapabilitySettings = CapabilitySettings()
     # Per model name: capabilities that differ from the provider's.
-    models: dict[str, CapabilitySettings] = Field(default_factory=dict)
+    models: dict[str, CapabilitySettings] = {}
 
 
-class HostSettings(BaseModel):
+class HostSettings(_Section, frozen=True, kw_only=True):
     """Per-host settings from the `hosts:` section of the config file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     policy: Literal["ask", "read-only", "auto", "locked"] | None = None
     # The kernel lock around commands that run unasked: `required` runs nothing unasked where
     # it cannot be had; `lock_ports` are the TCP ports a locked command may connect to.
     lock: Literal["required", "optional"] = "optional"
-    lock_ports: tuple[Annotated[int, Field(ge=1, le=65535)], ...] | None = None
+    lock_ports: tuple[Annotated[int, Meta(ge=1, le=65535)], ...] | None = None
 
 
-class Settings(BaseModel):
-    """Everything a run needs to know, frozen once resolved."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Settings(_Section, frozen=True, kw_only=True, dict=True):
+    """Everything a run needs to know, frozen once resolved (`check_settings` validates a
+    mapping into one; the constructor trusts its caller, as kosmos's own code is typed)."""
 
     provider: ProviderName = "openai"
     protocol: ProtocolName = "tags"
-    providers: dict[ProviderName, ProviderSettings] = Field(default_factory=dict)
-    base_url: BaseUrl = DEFAULT_BASE_URL
+    providers: dict[ProviderName, ProviderSettings] = {}
+    # Checked where it is read: a typo fails at once with the file and key, not at the first
+    # request.
+    base_url: str = DEFAULT_BASE_URL
     # The config file key that set base_url (`base_url in ./kosmos.yaml`), for the hints of
     # LLM errors; None when a flag, the environment or the default did. Never read from a file.
     base_url_from: str | None = None
-    model: str = Field(DEFAULT_MODEL, min_length=1)
-    api_key: SecretStr | None = None
-    temperature: float = Field(0.3, ge=0, le=2)
-    max_tokens: int = Field(512, ge=1)
-    llm_timeout: float = Field(30, gt=0)
-    llm_connect_timeout: float = Field(5, gt=0)
-    llm_retries: int = Field(2, ge=0, le=10)
-    knowledge_timeout: float = Field(5, gt=0)
-    remote_skill_timeout: float = Field(5, gt=0)
-    connect_timeout: float = Field(10, gt=0)
-    max_steps: int = Field(100, ge=1, le=10000)
-    command_timeout: float = Field(60, gt=0)
+    model: Name = DEFAULT_MODEL
+    api_key: Secret | None = None
+    temperature: Annotated[float, Meta(ge=0, le=2)] = 0.3
+    max_tokens: Annotated[int, Meta(ge=1)] = 512
+    llm_timeout: Positive = 30.0
+    llm_connect_timeout: Positive = 5.0
+    llm_retries: Annotated[int, Meta(ge=0, le=10)] = 2
+    knowledge_timeout: Positive = 5.0
+    remote_skill_timeout: Positive = 5.0
+    connect_timeout: Positive = 10.0
+    max_steps: Annotated[int, Meta(ge=1, le=10000)] = 100
+    command_timeout: Positive = 60.0
     skills_dirs: tuple[Path, ...] = ()
     transcript_dir: Path | None = None
     prompts_file: Path | None = None
-    hosts: dict[str, HostSettings] = Field(default_factory=dict)
+    hosts: dict[str, HostSettings] = {}
     # The `chat:` section as written; checked when a file is read, modelled when the chat asks
     # (a run that is not a chat never loads the chat's settings).
-    chat: dict[str, Any] = Field(default_factory=dict)
+    chat: dict[str, Any] = {}
     # --memory: the memory prompt. Notes live in memory_dir (relative: to the working
     # directory; kosmos-panel's ./.kosmos-panel/memory when unset).
     memory: bool = False
@@ -181,12 +200,14 @@ class Settings(BaseModel):
         if section is not None:
             for layer in (section.capabilities, section.models.get(self.model)):
                 if layer is not None:
-                    caps.update({k: v for k, v in layer.model_dump().items() if v is not None})
+                    caps.update(
+                        {k: v for k, v in msgspec.structs.asdict(layer).items() if v is not None}
+                    )
         return caps
 
 
 # Keys a config file may hold: every field of Settings but what kosmos derives itself.
-FILE_KEYS = tuple(k for k in Settings.model_fields if k != "base_url_from")
+FILE_KEYS = tuple(k for k in Settings.__struct_fields__ if k != "base_url_from")
 
 
 def config_paths(cwd: Path, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -240,9 +261,19 @@ def _allowed(field: str) -> str:
     return ALLOWED.get(field, "see the README")
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The settings model an annotation holds: itself, or inside a dict, list, tuple or union."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _typed(kind: type, value: Any) -> Any:
+    """msgspec's hook for the types it does not know: paths and secrets, from text."""
+    if kind is Path and isinstance(value, str | Path):
+        return Path(value)
+    if kind is Secret and isinstance(value, str | Secret):
+        return value if isinstance(value, Secret) else Secret(value)
+    what = "a path" if kind is Path else "a string"
+    raise ValueError(f"Expected {what}, got {type(value).__name__}")
+
+
+def _model_in(annotation: Any) -> type[Struct] | None:
+    """The settings section an annotation holds: itself, or inside a dict, tuple or union."""
+    if isinstance(annotation, type) and issubclass(annotation, Struct):
         return annotation
     args = get_args(annotation)
     if get_origin(annotation) is dict:
@@ -250,33 +281,79 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return next((m for m in map(_model_in, args) if m is not None), None)
 
 
-def _keys_at(loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[str, ...]:
+def _keys_at(loc: tuple[Any, ...], model: type[Struct]) -> tuple[str, ...]:
     """The keys allowed beside the last part of `loc` (a path into `model`)."""
     for part in loc[:-1]:
-        if not isinstance(part, str) or part not in model.model_fields:
-            continue  # a dict key or a list index: the model stays the same
-        inner = _model_in(model.model_fields[part].annotation)
+        if not isinstance(part, str) or part not in model.__struct_fields__:
+            continue  # a dict key or a list index: the section stays the same
+        types = {f.name: f.type for f in msgspec.structs.fields(model)}
+        inner = _model_in(types[part])
         if inner is None:
             break
         model = inner
-    return tuple(model.model_fields)
+    return model.__struct_fields__
 
 
-def _explain(
-    err: ValidationError, source: str, model: type[BaseModel] | None = None, prefix: str = ""
-) -> ConfigError:
-    first = err.errors()[0]
-    loc = prefix + ".".join(str(p) for p in first["loc"])
-    field = prefix.rstrip(".") or (str(first["loc"][0]) if first["loc"] else "")
-    if first["type"] == "extra_forbidden":
-        keys = ", ".join(_keys_at(tuple(first["loc"]), model or Settings))
-        return ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {keys}")
-    last = str(first["loc"][-1]) if first["loc"] else ""
+def _dotted(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _invalid(source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
+    """One line: where, what is wrong and (for a known key) what is allowed."""
+    field = str(loc[0]) if loc else ""
+    last = str(loc[-1]) if loc else ""
     if last in ALLOWED:
         field = last  # providers.openai.base_url: what a base_url may be
     allowed = f"; allowed: {_allowed(field)}" if field in ALLOWED else ""
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return ConfigError(f"{source}: {loc}: {message}{allowed}")
+    return ConfigError(f"{source}: {_dotted(loc)}: {message}{allowed}")
+
+
+# Mappings of names to sections, checked entry by entry so that an error names its entry,
+# with the names such a mapping allows (None: any).
+_ENTRIES: dict[type[Struct], dict[str, tuple[type[Struct], tuple[str, ...] | None]]] = {
+    Settings: {
+        "providers": (ProviderSettings, get_args(ProviderName)),
+        "hosts": (HostSettings, None),
+    },
+    ProviderSettings: {"models": (CapabilitySettings, None)},
+}
+
+
+def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] = ()) -> Any:
+    """`data` (a mapping from a file, the environment and flags) as a `model`, or a
+    ConfigError naming `source`, the key and what it allows."""
+    if isinstance(data, dict):
+        for key, (inner, names) in _ENTRIES.get(model, {}).items():
+            entries = data.get(key)
+            for name, entry in entries.items() if isinstance(entries, dict) else ():
+                if names is not None and name not in names:
+                    message = f"{name!r} is not one of {', '.join(names)}"
+                    raise _invalid(source, (*loc, key, name), message)
+                _checked(entry, inner, source, (*loc, key, name))
+    try:
+        value = msgspec.convert(data, model, strict=False, dec_hook=_typed)
+    except msgspec.ValidationError as e:
+        message, path = validation_problem(e)
+        unknown = re.fullmatch(r"Object contains unknown field `(.*)`", message)
+        if unknown:
+            where = (*loc, *path, unknown[1])
+            keys = ", ".join(_keys_at((*path, unknown[1]), model))
+            raise ConfigError(
+                f"{source}: unknown key '{_dotted(where)}'; allowed keys: {keys}"
+            ) from None
+        message = re.sub(r"Invalid enum value (.*)", r"\1 is not allowed", message)
+        raise _invalid(source, (*loc, *path), message.replace("`", "")) from None
+    url = getattr(value, "base_url", None)
+    problem = url_problem(url) if isinstance(url, str) else None
+    if problem is not None:
+        raise _invalid(source, (*loc, "base_url"), problem)
+    return value
+
+
+def check_settings(data: Mapping[str, Any], source: str = "settings") -> Settings:
+    """A mapping of settings validated into Settings; ConfigError (one line) if it is not one."""
+    settings: Settings = _checked(dict(data), Settings, source)
+    return settings
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -299,17 +376,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
     for key in data:
         if key not in FILE_KEYS:
             raise ConfigError(f"{path}: unknown key '{key}'; allowed keys: {', '.join(FILE_KEYS)}")
-    try:
-        Settings.model_validate(data)
-    except ValidationError as e:
-        raise _explain(e, str(path)) from e
+    check_settings(data, str(path))
     if data.get("chat"):
-        from kosmos.config_chat import ChatSettings
+        from kosmos.config_chat import check_chat
 
-        try:
-            ChatSettings.model_validate(data["chat"])
-        except ValidationError as e:
-            raise _explain(e, str(path), ChatSettings, prefix="chat.") from e
+        check_chat(data["chat"], str(path), ALLOWED)
     return data
 
 
@@ -400,11 +471,8 @@ def load_settings(
     for key in ("skills_dirs",):
         if key in merged and isinstance(merged[key], str | Path):
             merged[key] = [merged[key]]
-    try:
-        settings = Settings.model_validate(merged)
-    except ValidationError as e:
-        raise _explain(e, "settings") from e
+    settings = check_settings(merged)
     if settings.transcript_dir is None:
-        settings = settings.model_copy(update={"transcript_dir": state_dir(env, home) / "runs"})
+        settings = replace(settings, transcript_dir=state_dir(env, home) / "runs")
     memory_dir = (settings.memory_dir or DEFAULT_FOLDER).expanduser()
-    return settings.model_copy(update={"memory_dir": cwd / memory_dir})
+    return replace(settings, memory_dir=cwd / memory_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 # Exit codes, as the README's table lists them.
@@ -115,3 +116,16 @@ class OutputClosed(KosmosError):
         super().__init__(
             "standard output was closed (the program reading it ended); the run stopped"
         )
+
+
+def validation_problem(error: Exception) -> tuple[str, tuple[str | int, ...]]:
+    """A record's validation error (msgspec's `... - at `$.params[0].name``) as what is wrong
+    and where: the keys and list indexes that lead to it."""
+    text = str(error)
+    message, at, where = text.rpartition(" - at `")
+    if not at:
+        return text, ()
+    if where.startswith("key` in `"):  # a mapping's key, not its value
+        message, where = f"{message} (a key)", where.removeprefix("key` in `")
+    found = re.findall(r"\.([^.\[`]+)|\[(\d+)\]", where.removeprefix("$").rstrip("`"))
+    return message, tuple(name or int(index) for name, index in found)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from kosmos.errors import KosmosError, RecordError, UsageError
+from kosmos.errors import KosmosError, RecordError, UsageError, validation_problem
 from kosmos.events import Event, dump, parse_event
 
 
@@ -288,9 +288,9 @@ def _event(raw: bytes, path: Path, number: int) -> Event:
     try:
         return parse_event(data)
     except msgspec.ValidationError as e:
-        message, _, at = str(e).rpartition(" - at `$.")
-        field = at.rstrip("`") if message else "the event"
+        message, loc = validation_problem(e)
+        field = ".".join(str(part) for part in loc) or "the event"
         raise UsageError(
             f"{where}: a {data['type']!r} event kosmos cannot read ({field}: "
-            f"{message or e}); was the file edited?"
+            f"{message.replace('`', '')}); was the file edited?"
         ) from None

@@ -15,7 +15,7 @@ import yaml
 
 from kosmos.chat.agent import ChatAgent, Kind, SkillOutcome, SkillRunner
 from kosmos.chat.build import open_chat
-from kosmos.config import Settings
+from kosmos.config import Settings, check_settings
 from kosmos.skills.model import Skill
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ def example_chat(services_url: str, **overrides: Any) -> dict[str, Any]:
 
 
 def settings_for(llm_url: str, chat: dict[str, Any], **more: Any) -> Settings:
-    return Settings(base_url=llm_url, llm_retries=0, chat=chat, **more)
+    return check_settings({"base_url": llm_url, "llm_retries": 0, "chat": chat, **more})
 
 
 class Recorder:

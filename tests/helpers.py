@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kosmos.config import Settings
+from kosmos.config import check_settings
 from kosmos.engine.operator import Approval, CommandProposal, Question
 from kosmos.engine.session import Session, SessionOptions
 from kosmos.errors import KosmosError
@@ -88,7 +88,7 @@ async def run_session(
     keep_output: bool = True,
 ) -> Run:
     """Run one session against the scripted LLM at `base_url`; return it with its events."""
-    cfg = Settings(**{"base_url": base_url, "llm_retries": 2, **(settings or {})})
+    cfg = check_settings({"base_url": base_url, "llm_retries": 2, **(settings or {})})
     provider = make_provider(cfg)
     events: list[Event] = []
     writer = Transcript(transcript) if transcript else None

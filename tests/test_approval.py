@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kosmos.config import Settings
+from kosmos.config import check_settings
 from kosmos.engine.operator import Approval
 from kosmos.engine.session import SessionOptions
 from kosmos.events import CommandDecision, CommandStarted
@@ -266,7 +266,7 @@ def test_bad_policy_and_flag_combinations_are_exit_2(cli_env: dict, project: Pat
 def test_host_policy_matches_the_target_with_or_without_user_and_port(
     target: str, key: str
 ) -> None:
-    settings = Settings(hosts={key: {"policy": "read-only"}})
+    settings = check_settings({"hosts": {key: {"policy": "read-only"}}})
     assert resolve_policy(settings, target, yes=True) == ("read-only", f"config hosts.{key}.policy")
     assert resolve_policy(settings, "other", yes=True) == ("auto", "--yes")
     # A fleet host is looked up by its name, then by its target.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from kosmos.chat.api import LLMApi
 from kosmos.chat.catalog import TEXTS, Catalog, pick_lang
@@ -372,8 +373,8 @@ async def test_handle_takes_one_line_at_a_time(
 
 
 async def test_gemini_turn_and_its_errors(llm: ScriptedLLM, services: Any, log_path: Path) -> None:
-    settings = cfg(llm, services).model_copy(
-        update={"provider": "gemini", "base_url": llm.gemini_base_url, "model": "gemini-x"}
+    settings = replace(
+        cfg(llm, services), provider="gemini", base_url=llm.gemini_base_url, model="gemini-x"
     )
     llm.script(relevant(), select("generate_haiku", theme="rain"))
     chat = await converse(settings, ["a haiku about rain"], log_path)
@@ -401,7 +402,7 @@ async def test_gemini_turn_and_its_errors(llm: ScriptedLLM, services: Any, log_p
 
 
 async def test_llm_retries_are_logged(llm: ScriptedLLM, services: Any, log_path: Path) -> None:
-    settings = cfg(llm, services).model_copy(update={"llm_retries": 1})
+    settings = replace(cfg(llm, services), llm_retries=1)
     llm.script(Status(503, {"error": {"message": "busy"}}), relevant(False))
     chat = await converse(settings, ["hi"], log_path)
     assert any(

@@ -77,7 +77,7 @@ def test_protocol_from_file_and_flag(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("yaml", "expected"),
     [
-        ("protocol: xml\n", "protocol: Input should be 'tags', 'json', 'tools' or 'auto'"),
+        ("protocol: xml\n", "protocol: 'xml' is not allowed; allowed: tags, json, tools or auto"),
         ("providers: {claude: {}}\n", "providers.claude"),
         (
             "providers: {openai: {capabilities: {vision: true}}}\n",

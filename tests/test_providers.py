@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kosmos.config import Settings
+from kosmos.config import Settings, check_settings
 from kosmos.errors import LLMError
 from kosmos.events import Message, ToolCall
 from kosmos.llm.factory import make_provider
@@ -28,7 +28,7 @@ def provider(llm: ScriptedLLM, name: str = "openai", **extra: object):
     url = llm.gemini_base_url if name == "gemini" else llm.base_url
     model = "gemini-2.0-flash" if name == "gemini" else "CHEAP"
     cfg = {"provider": name, "base_url": url, "model": model, "llm_retries": 0, **extra}
-    return make_provider(Settings(**cfg))
+    return make_provider(check_settings(cfg))
 
 
 HISTORY = [

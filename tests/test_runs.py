@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kosmos.config import Settings
+from kosmos.config import Settings, check_settings
 from kosmos.engine.operator import Approval
 from kosmos.events import CommandDecision, Event, Notice, RunStarted
 from kosmos.fleet.journal import Journal
@@ -25,7 +25,7 @@ SECRET = "sk-runs-test-0123456789abcdef"
 
 
 def settings(tmp_path: Path, **more: object) -> Settings:
-    return Settings(transcript_dir=tmp_path / "runs", api_key=SECRET, **more)  # type: ignore[arg-type]
+    return check_settings({"transcript_dir": tmp_path / "runs", "api_key": SECRET, **more})
 
 
 def test_session_options_take_the_choice_then_the_recorded_run_then_skill_then_config(

@@ -7,6 +7,7 @@ import threading
 import time
 from pathlib import Path
 
+from msgspec.structs import replace
 from textual.widgets import Label
 
 from kosmos.tui.screens.fleet import FleetScreen
@@ -79,7 +80,7 @@ async def test_a_canary_from_the_flag_that_is_not_done_skips_the_others(
     app = fleet_app(llm, home, names)
     app.config.canary = "web3"
     # The canary reaches its step limit: not done, so the others never start.
-    app.config.settings = app.config.settings.model_copy(update={"max_steps": 1})
+    app.config.settings = replace(app.config.settings, max_steps=1)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_fleet(pilot, app)
         assert screen.table.cells_of("web3")[0] == "web3 (canary)"

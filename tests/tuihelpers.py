@@ -12,7 +12,7 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from kosmos.config import Settings
+from kosmos.config import check_settings
 from kosmos.prompts import Prompts
 from kosmos.runs.skills import skill_library
 from kosmos.skills.discovery import SkillLibrary
@@ -61,8 +61,8 @@ def make_app(
     skills = home / "skills"
     if not skills.exists():
         write_skill(skills)
-    cfg = Settings(
-        **{
+    cfg = check_settings(
+        {
             "base_url": base_url,
             "llm_retries": 0,
             "transcript_dir": home / "runs",

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from kosmos.config import Settings
 from kosmos.engine.approval import Policy
 from kosmos.mcp.options import DEFAULT_POLICY, McpOptions
@@ -37,7 +39,7 @@ def mcp_command(
     address = parse_address(request.http) if request.http is not None else None
     token = read_token(env, request.token_file) if address is not None else None
     if request.transcript_dir is not None:
-        settings = settings.model_copy(update={"transcript_dir": request.transcript_dir})
+        settings = replace(settings, transcript_dir=request.transcript_dir)
     options = McpOptions(
         settings=settings,
         env=dict(env),
