@@ -24,6 +24,7 @@ from kosmos.skills import (
     resolve_params,
     validate_value,
 )
+from kosmos.skills.model import check_param
 
 BUNDLED = (
     "system-overview",
@@ -560,10 +561,11 @@ def test_validate_value() -> None:
 
 
 def test_param_model_coerces_and_checks() -> None:
-    assert Param(name="port", default=8080).default == "8080"
-    assert Param(name="flag", default=True, choices=[True, False]).choices == ["true", "false"]
+    assert check_param({"name": "port", "default": 8080}).default == "8080"
+    flag = check_param({"name": "flag", "default": True, "choices": [True, False]})
+    assert flag.choices == ["true", "false"]
     with pytest.raises(ValueError, match="not one of its choices"):
-        Param(name="x", choices=["a"], default="b")
+        check_param({"name": "x", "choices": ["a"], "default": "b"})
 
 
 def test_parse_param_flags() -> None:

@@ -139,7 +139,7 @@ class FleetFrontend:
             self.console.say(
                 self.console.style(f"  ! skill file: {warning}", "33"), stream=self.console.err
             )
-        skill = skill.model_copy(update={"warnings": ()})
+        skill = replace(skill, warnings=())
         replayed = self.canary_record(skill)
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)

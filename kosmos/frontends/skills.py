@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from msgspec.structs import replace
+
 from kosmos.config import Settings
 from kosmos.engine.guard import visible
 from kosmos.errors import SkillNotFound
@@ -100,9 +102,10 @@ def show_skill(name: str, settings: Settings, extra: Sequence[Path], host: str |
         if not host:
             raise
         timeout = settings.remote_skill_timeout
-        skill = _on_host(
+        found = _on_host(
             host, settings, lambda runner: find_host_skill(runner, name, timeout=timeout)
-        ).model_copy(update={"source": host_label(host)})
+        )
+        skill = replace(found, source=host_label(host))
     for problem in skill.warnings:
         print(f"warning: {visible(problem)}", file=sys.stderr)
     print(visible(describe(skill)))

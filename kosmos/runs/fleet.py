@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from msgspec import structs
+
 from kosmos.config import Settings
 from kosmos.engine.guard import redact_event
 from kosmos.engine.session import Session
@@ -66,7 +68,7 @@ class FleetSessions:
 
     def __post_init__(self) -> None:
         # The skill file's warnings are said once for the fleet, not once per host.
-        self.skill = self.skill.model_copy(update={"warnings": ()})
+        self.skill = structs.replace(self.skill, warnings=())
         # Alike on every host but for the approval policy.
         self.options = session_options(self.skill, self.settings, self.choices, policy="ask")
 

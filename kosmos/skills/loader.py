@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from kosmos.errors import SkillError
-from kosmos.skills.model import FRONTMATTER_KEYS, Skill
+from kosmos.skills.model import (
+    FRONTMATTER_KEYS,
+    Skill,
+    SkillRuleError,
+    SkillTypeError,
+    check_skill,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -143,8 +148,8 @@ def parse_skill(text: str, *, path: str, fallback_name: str, source: str, ref: s
         "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
     }
     try:
-        return Skill.model_validate(fields)
-    except ValidationError as e:
+        return check_skill(fields)
+    except (SkillTypeError, SkillRuleError) as e:
         raise _explain(e, data, where, path, first_line) from None
 
 
@@ -299,31 +304,42 @@ def _flat_warnings(text: str, path: str, first_line: int) -> list[str]:
 
 
 def _explain(
-    err: ValidationError, data: dict[Any, Any], where: dict[Loc, int], path: str, line: int
+    err: SkillTypeError | SkillRuleError,
+    data: dict[Any, Any],
+    where: dict[Loc, int],
+    path: str,
+    line: int,
 ) -> SkillError:
-    """The first validation error as one line, pointing at the offending key's line."""
-    first = err.errors()[0]
-    loc: Loc = tuple(first["loc"])
-    field = (first.get("ctx") or {}).get("field")
-    if first["type"] == "skill_rule" and field:
-        loc = (*loc, *(int(p) if p.isdigit() else p for p in str(field).split(".")))
+    """The error as one line, pointing at the offending key's line."""
+    loc: Loc = err.loc
     for n in range(len(loc), 0, -1):
         if loc[:n] in where:
             line = where[loc[:n]]
             break
-    return SkillError(f"{path}:{line}: {_what(first, loc, data)}")
+    return SkillError(f"{path}:{line}: {_what(err, data)}")
 
 
-def _what(error: Any, loc: Loc, data: dict[Any, Any]) -> str:
-    if error["type"] == "skill_rule":
-        return str(error["msg"])
+def _at(data: Any, loc: Loc) -> Any:
+    """The value at `loc` in the frontmatter as written (None where there is none)."""
+    for part in loc:
+        if isinstance(data, list):
+            inside = isinstance(part, int) and part < len(data)
+            data = data[part] if isinstance(part, int) and inside else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _what(error: SkillTypeError | SkillRuleError, data: dict[Any, Any]) -> str:
+    if isinstance(error, SkillRuleError):
+        return str(error)
+    loc = error.loc
     if loc[:1] == ("params",) and len(loc) >= 2 and isinstance(loc[1], int):
         index = loc[1]
-        params = data.get("params")
-        param = params[index] if isinstance(params, list) and index < len(params) else None
+        param = _at(data, loc[:2])
         if len(loc) == 2:
             return f"params item {index + 1} must be a mapping like '- name: path'"
-        if error["type"] == "missing" and loc[2] == "name":
+        if error.missing and loc[2] == "name":
             return f"params item {index + 1} has no 'name'; every param needs one (- name: path)"
         name = param.get("name") if isinstance(param, dict) else None
         label = (
@@ -334,7 +350,7 @@ def _what(error: Any, loc: Loc, data: dict[Any, Any]) -> str:
         field = str(loc[0]) if loc else "frontmatter"
         label = field
     allowed = _ALLOWED.get(field, "see the Skill format in the README")
-    value = error.get("input")
+    value = _at(data, loc) if loc else None
     if isinstance(value, dict | list) or value is None:
         return f"{label} must be {allowed}"
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+import msgspec
+from msgspec import Meta, Struct
+from msgspec.structs import replace
+
+from kosmos.errors import validation_problem
 
 HistoryMode = Literal["full", "last_n", "system_only"]
 StepProtocol = Literal["tags", "json", "tools", "auto"]
@@ -26,9 +29,21 @@ FRONTMATTER_KEYS = (
 )
 
 
-def rule(message: str, field: str | None = None) -> PydanticCustomError:
-    """A rule broken in a validator; `field` lets the loader point at that key's line."""
-    return PydanticCustomError("skill_rule", message, {"field": field} if field else {})
+class SkillRuleError(ValueError):
+    """A rule of the skill format broken, at `loc` (a path into the frontmatter)."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+class SkillTypeError(ValueError):
+    """A frontmatter value of the wrong type or shape; `missing` when a required key is absent."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...], *, missing: bool) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.missing = missing
 
 
 def _scalar_text(value: Any) -> Any:
@@ -40,62 +55,18 @@ def _scalar_text(value: Any) -> Any:
     return value
 
 
-class Param(BaseModel):
-    """One declared skill parameter. Unknown keys (e.g. `type`, `example`) are kept as extras."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
+class Param(Struct, frozen=True, kw_only=True):
+    """One declared skill parameter. Unknown keys (e.g. `type`, `example`) are allowed."""
 
     name: str
     description: str = ""
     required: bool = False
     default: str | None = None
-    max_length: int | None = Field(None, ge=1)
-    choices: list[str] | None = Field(None, min_length=1)
-
-    @field_validator("name", "description", "default", mode="before")
-    @classmethod
-    def _text(cls, value: Any) -> Any:
-        return _scalar_text(value)
-
-    @field_validator("description", mode="before")
-    @classmethod
-    def _no_description(cls, value: Any) -> Any:
-        return "" if value is None else value
-
-    @field_validator("choices", mode="before")
-    @classmethod
-    def _choices_text(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [_scalar_text(v) for v in value]
-        return value
-
-    @field_validator("name")
-    @classmethod
-    def _name_shape(cls, value: str) -> str:
-        if not PARAM_NAME.match(value):
-            raise rule(f"param name {value!r} may use only letters, digits, '_' and '-'")
-        return value
-
-    @model_validator(mode="after")
-    def _default_fits(self) -> Param:
-        if self.default is None:
-            return self
-        if self.choices is not None and self.default not in self.choices:
-            raise rule(
-                f"param '{self.name}': default {self.default!r} is not one of its choices "
-                f"({', '.join(self.choices)}); make the default one of them",
-                "default",
-            )
-        if self.max_length is not None and len(self.default) > self.max_length:
-            raise rule(
-                f"param '{self.name}': default is {len(self.default)} characters long but "
-                f"max_length is {self.max_length}; shorten the default or raise max_length",
-                "default",
-            )
-        return self
+    max_length: Annotated[int, Meta(ge=1)] | None = None
+    choices: Annotated[list[str], Meta(min_length=1)] | None = None
 
 
-class Skill(BaseModel):
+class Skill(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A loaded skill: frontmatter fields, the Markdown body for the LLM, and where it came from.
 
     `ref` is the folder path relative to the root it was found in (`win/git-quick-commit`), empty
@@ -103,86 +74,25 @@ class Skill(BaseModel):
     (Agent Skills' `license`, `allowed-tools`, `metadata`, `compatibility`, ...).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1)
+    name: Annotated[str, Meta(min_length=1)]
     description: str = ""
-    params: list[Param] = Field(default_factory=list)
+    params: list[Param] = []
     history_mode: HistoryMode = "full"
-    history_max: int | None = Field(None, ge=1)
-    timeout: float | None = Field(None, gt=0)
+    history_max: Annotated[int, Meta(ge=1)] | None = None
+    timeout: Annotated[float, Meta(gt=0)] | None = None
     protocol: StepProtocol | None = None
     # Phrases a user might say for this skill (kosmos-panel); `kosmos chat` matches on them.
-    triggers: list[str] = Field(default_factory=list)
+    triggers: list[str] = []
     body: str
     path: str
     source: str
     ref: str = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = {}
     # What the loader noticed and tolerated (file:line, what it did, how to fix it).
     warnings: tuple[str, ...] = ()
     # sha256 of the SKILL.md's text (line ends and BOM normalised): a run records it, so that a
     # fleet replaying a canary knows it runs the very skill the canary ran.
     sha256: str = ""
-
-    @field_validator("name", "description", mode="before")
-    @classmethod
-    def _text(cls, value: Any) -> Any:
-        return _scalar_text(value)
-
-    @field_validator("description", mode="before")
-    @classmethod
-    def _no_description(cls, value: Any) -> Any:
-        return "" if value is None else value
-
-    @field_validator("history_mode", mode="before")
-    @classmethod
-    def _default_mode(cls, value: Any) -> Any:
-        return "full" if value is None else value
-
-    @field_validator("triggers", mode="before")
-    @classmethod
-    def _phrases(cls, value: Any) -> Any:
-        # One phrase, or kosmos-panel's flat `triggers: a, b` line, or a YAML list.
-        if value is None:
-            return []
-        if isinstance(value, str):
-            value = value.strip().removeprefix("[").removesuffix("]").split(",")
-        if isinstance(value, list):
-            phrases = [_scalar_text(v) for v in value]
-            return [p.strip().strip("'\"").strip() if isinstance(p, str) else p for p in phrases]
-        return value
-
-    @field_validator("triggers")
-    @classmethod
-    def _no_blank_phrases(cls, value: list[str]) -> list[str]:
-        return [p for p in value if p]
-
-    @field_validator("params", mode="before")
-    @classmethod
-    def _no_params(cls, value: Any) -> Any:
-        return [] if value is None else value
-
-    @field_validator("name")
-    @classmethod
-    def _one_line(cls, value: str) -> str:
-        value = value.strip()
-        if not value or "\n" in value:
-            raise rule("name must be one non-empty line of text")
-        return value
-
-    @field_validator("params")
-    @classmethod
-    def _unique(cls, params: list[Param]) -> list[Param]:
-        seen: set[str] = set()
-        for param in params:
-            if param.name in seen:
-                raise rule(
-                    f"duplicate param '{param.name}'; each param needs its own name",
-                    f"{len(seen)}.name",
-                )
-            seen.add(param.name)
-        return params
 
     @property
     def summary(self) -> str:
@@ -192,3 +102,98 @@ class Skill(BaseModel):
     def param(self, name: str) -> Param | None:
         """The declared param of that name, if any."""
         return next((p for p in self.params if p.name == name), None)
+
+
+def _texts(data: dict[str, Any]) -> dict[str, Any]:
+    """What YAML made of the text fields, as text: scalars as written, no description as ''."""
+    out = dict(data)
+    for key in ("name", "description", "default"):
+        if key in out:
+            out[key] = _scalar_text(out[key])
+    if "description" in out and out["description"] is None:
+        out["description"] = ""
+    return out
+
+
+def _param_data(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    data = _texts(value)
+    if isinstance(data.get("choices"), list):
+        data["choices"] = [_scalar_text(v) for v in data["choices"]]
+    return data
+
+
+def _phrases(value: Any) -> Any:
+    # One phrase, or kosmos-panel's flat `triggers: a, b` line, or a YAML list.
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.strip().removeprefix("[").removesuffix("]").split(",")
+    if isinstance(value, list):
+        phrases = [_scalar_text(v) for v in value]
+        return [p.strip().strip("'\"").strip() if isinstance(p, str) else p for p in phrases]
+    return value
+
+
+def _converted(data: Any, kind: type[Any], at: tuple[str | int, ...]) -> Any:
+    try:
+        return msgspec.convert(data, kind, strict=False)
+    except msgspec.ValidationError as e:
+        message, path = validation_problem(e)
+        missing = re.fullmatch(r"Object missing required field `(.*)`", message)
+        if missing:
+            path = (*path, missing[1])
+        raise SkillTypeError(message, (*at, *path), missing=bool(missing)) from None
+
+
+def check_param(data: Any, at: tuple[str | int, ...] = ()) -> Param:
+    """One param of the frontmatter, checked (SkillTypeError, SkillRuleError)."""
+    param: Param = _converted(_param_data(data), Param, at)
+    if not PARAM_NAME.match(param.name):
+        raise SkillRuleError(
+            f"param name {param.name!r} may use only letters, digits, '_' and '-'", (*at, "name")
+        )
+    if param.default is None:
+        return param
+    if param.choices is not None and param.default not in param.choices:
+        raise SkillRuleError(
+            f"param '{param.name}': default {param.default!r} is not one of its choices "
+            f"({', '.join(param.choices)}); make the default one of them",
+            (*at, "default"),
+        )
+    if param.max_length is not None and len(param.default) > param.max_length:
+        raise SkillRuleError(
+            f"param '{param.name}': default is {len(param.default)} characters long but "
+            f"max_length is {param.max_length}; shorten the default or raise max_length",
+            (*at, "default"),
+        )
+    return param
+
+
+def check_skill(fields: dict[str, Any]) -> Skill:
+    """A skill from its frontmatter's fields and the loader's (body, path, source, ...),
+    checked: SkillTypeError or SkillRuleError, each with the path of the key at fault."""
+    data = _texts(fields)
+    if data.get("history_mode", "") is None:
+        data["history_mode"] = "full"
+    if "triggers" in data:
+        data["triggers"] = _phrases(data["triggers"])
+    raw_params = data.pop("params", None)
+    raw_params = [] if raw_params is None else raw_params
+    if not isinstance(raw_params, list):
+        raise SkillTypeError("Expected array", ("params",), missing=False)
+    params = [check_param(p, ("params", i)) for i, p in enumerate(raw_params)]
+    skill: Skill = _converted(data, Skill, ())
+    name = skill.name.strip()
+    if not name or "\n" in name:
+        raise SkillRuleError("name must be one non-empty line of text", ("name",))
+    seen: set[str] = set()
+    for param in params:
+        if param.name in seen:
+            raise SkillRuleError(
+                f"duplicate param '{param.name}'; each param needs its own name",
+                ("params", len(seen), "name"),
+            )
+        seen.add(param.name)
+    return replace(skill, name=name, params=params, triggers=[p for p in skill.triggers if p])
