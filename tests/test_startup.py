@@ -19,8 +19,11 @@ description: Look at one thing
 Run one command and report.
 """
 
-# What a run on the local host has no use for: SSH, the TUI, the chat.
+# What a run on the local host has no use for: SSH, the TUI, the chat, a validation library
+# (its settings, SKILL.md and events are msgspec records).
 HEAVY = (
+    "pydantic",
+    "pydantic_core",
     "asyncssh",
     "textual",
     "kosmos.chat",
@@ -128,12 +131,13 @@ def test_a_run_neither_looks_for_nor_loads_pydantic_plugins(
     assert marker.read_text() == "loaded"
     marker.unlink()
     # ...a kosmos run, whose settings carry its API key, neither loads it nor reads the
-    # installed distributions' metadata to look for it.
+    # installed distributions' metadata to look for it; the json protocol's run, whose replies
+    # are checked by pydantic models, too.
     (tmp_path / ".kosmos/skills/probe").mkdir(parents=True)
     (tmp_path / ".kosmos/skills/probe/SKILL.md").write_text(SKILL)
-    llm.script("[CMD] echo started", "[DONE] fine")
+    llm.script('{"action": "cmd", "text": "echo started"}', '{"action": "done", "text": "fine"}')
     code, names = importtime_run(
-        ["probe", "--host", "local", "--non-interactive", "--yes"]
+        ["probe", "--host", "local", "--non-interactive", "--yes", "--protocol", "json"]
         + ["--transcript", str(tmp_path / "run.jsonl")],
         {**env, "KOSMOS_API_KEY": "sk-plugin-must-not-see"},
         tmp_path,
@@ -196,7 +200,8 @@ def test_the_ssh_path_is_still_reached_when_a_host_needs_it(
         timeout=60,
     )
     assert proc.returncode == 6, proc.stderr[-2000:]
-    assert "asyncssh" in imported(proc.stderr)
+    names = imported(proc.stderr)
+    assert "asyncssh" in names and "pydantic" not in names
 
 
 def test_help_loads_neither_settings_nor_libraries(cli_env: dict, tmp_path: Path) -> None:
