@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kosmos.errors import UsageError
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
@@ -90,6 +91,30 @@ def test_a_malformed_transcript_names_its_file_and_line(
         assert f"{bad} {why}" in said, (flag, said)
     # Nothing was appended to the transcript --resume was given.
     assert bad.read_text() == head + line + "\n" + "".join(rest)
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"type": "directive", "step": "x"}', "(step: Expected int, got str)"),
+        ('{"type": "directive", "step": 1, "text": "ls"}', "(kind: missing)"),
+        ('{"type": "nonsense"}', "(type: no event type 'nonsense')"),
+        (
+            '{"type": "llm_request", "step": 1, "sent_messages": 1, "sent_bytes": 9, '
+            '"new_messages": [{"role": "robot", "content": "hi"}]}',
+            "(new_messages.0.role: Invalid enum value 'robot')",
+        ),
+    ],
+)
+def test_a_broken_event_names_its_field_and_what_is_wrong(
+    tmp_path: Path, line: str, why: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"type": "warning", "message": "ok"}\n' + line + "\n")
+    with pytest.raises(UsageError) as caught:
+        read_transcript(path)
+    assert str(caught.value).startswith(f"{path} line 2: a ")
+    assert f"event kosmos cannot read {why}; was the file edited?" in str(caught.value)
 
 
 def test_a_fifo_or_dev_zero_is_not_a_transcript_or_a_fleet_result(
