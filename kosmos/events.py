@@ -5,6 +5,7 @@
 # microseconds to build, where a validating model's schema costs a run's start-up its share
 # of 150 ms.
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
@@ -375,15 +376,18 @@ def event_type(kind: type[Event]) -> str:
     return default
 
 
-# Each event type by its name on the wire.
-KINDS: dict[str, type[Event]] = {event_type(kind): kind for kind in EVENTS}
+@functools.cache
+def _kinds() -> dict[str, type[Event]]:
+    # Built on first use: a run that reads no transcript does not read 21 classes' fields.
+    return {event_type(kind): kind for kind in EVENTS}
+
 
 Emit = Callable[[Event], None]
 
 
 def parse_event(data: dict[str, Any]) -> Event:
     """Turn one transcript line back into its event (msgspec.ValidationError if it is not one)."""
-    kind = KINDS.get(data.get("type"))  # type: ignore[arg-type]
+    kind = _kinds().get(data.get("type"))  # type: ignore[arg-type]
     if kind is None:
         raise msgspec.ValidationError(f"no event type {data.get('type')!r} - at `$.type`")
     return msgspec.convert(data, kind, strict=False)
