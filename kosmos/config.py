@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
@@ -257,10 +257,6 @@ ALLOWED = {
 }
 
 
-def _allowed(field: str) -> str:
-    return ALLOWED.get(field, "see the README")
-
-
 def _typed(kind: type, value: Any) -> Any:
     """msgspec's hook for the types it does not know: paths and secrets, from text."""
     if kind is Path and isinstance(value, str | Path):
@@ -271,40 +267,56 @@ def _typed(kind: type, value: Any) -> Any:
     raise ValueError(f"Expected {what}, got {type(value).__name__}")
 
 
-def _model_in(annotation: Any) -> type[Struct] | None:
-    """The settings section an annotation holds: itself, or inside a dict, tuple or union."""
-    if isinstance(annotation, type) and issubclass(annotation, Struct):
+# A section's fields (name: annotation), or None for what is not a section: settings are
+# msgspec records, the chat's are pydantic models.
+Fields = Callable[[Any], dict[str, Any] | None]
+
+
+def _struct_fields(kind: Any) -> dict[str, Any] | None:
+    if not (isinstance(kind, type) and issubclass(kind, Struct)):
+        return None
+    return {f.name: f.type for f in msgspec.structs.fields(kind)}
+
+
+def _section_in(annotation: Any, fields: Fields) -> Any:
+    """The section an annotation holds: itself, or inside a dict, list, tuple or union."""
+    if fields(annotation) is not None:
         return annotation
     args = get_args(annotation)
     if get_origin(annotation) is dict:
         args = args[1:]
-    return next((m for m in map(_model_in, args) if m is not None), None)
+    return next((m for m in (_section_in(a, fields) for a in args) if m is not None), None)
 
 
-def _keys_at(loc: tuple[Any, ...], model: type[Struct]) -> tuple[str, ...]:
-    """The keys allowed beside the last part of `loc` (a path into `model`)."""
-    for part in loc[:-1]:
-        if not isinstance(part, str) or part not in model.__struct_fields__:
+def unknown_key(
+    source: str, loc: tuple[Any, ...], at: int, model: Any, fields: Fields
+) -> ConfigError:
+    """One line for the unknown key `loc` (its parts from `at` on a path into `model`),
+    with the keys allowed beside it."""
+    section = model
+    for part in loc[at:-1]:
+        types = fields(section) or {}
+        if not isinstance(part, str) or part not in types:
             continue  # a dict key or a list index: the section stays the same
-        types = {f.name: f.type for f in msgspec.structs.fields(model)}
-        inner = _model_in(types[part])
+        inner = _section_in(types[part], fields)
         if inner is None:
             break
-        model = inner
-    return model.__struct_fields__
+        section = inner
+    keys = ", ".join(fields(section) or {})
+    return ConfigError(f"{source}: unknown key '{_dotted(loc)}'; allowed keys: {keys}")
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def _invalid(source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
+def invalid(source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
     """One line: where, what is wrong and (for a known key) what is allowed."""
     field = str(loc[0]) if loc else ""
     last = str(loc[-1]) if loc else ""
     if last in ALLOWED:
         field = last  # providers.openai.base_url: what a base_url may be
-    allowed = f"; allowed: {_allowed(field)}" if field in ALLOWED else ""
+    allowed = f"; allowed: {ALLOWED[field]}" if field in ALLOWED else ""
     return ConfigError(f"{source}: {_dotted(loc)}: {message}{allowed}")
 
 
@@ -328,7 +340,7 @@ def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] =
             for name, entry in entries.items() if isinstance(entries, dict) else ():
                 if names is not None and name not in names:
                     message = f"{name!r} is not one of {', '.join(names)}"
-                    raise _invalid(source, (*loc, key, name), message)
+                    raise invalid(source, (*loc, key, name), message)
                 _checked(entry, inner, source, (*loc, key, name))
     try:
         value = msgspec.convert(data, model, strict=False, dec_hook=_typed)
@@ -337,16 +349,13 @@ def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] =
         unknown = re.fullmatch(r"Object contains unknown field `(.*)`", message)
         if unknown:
             where = (*loc, *path, unknown[1])
-            keys = ", ".join(_keys_at((*path, unknown[1]), model))
-            raise ConfigError(
-                f"{source}: unknown key '{_dotted(where)}'; allowed keys: {keys}"
-            ) from None
+            raise unknown_key(source, where, len(loc), model, _struct_fields) from None
         message = re.sub(r"Invalid enum value (.*)", r"\1 is not allowed", message)
-        raise _invalid(source, (*loc, *path), message.replace("`", "")) from None
+        raise invalid(source, (*loc, *path), message.replace("`", "")) from None
     url = getattr(value, "base_url", None)
     problem = url_problem(url) if isinstance(url, str) else None
     if problem is not None:
-        raise _invalid(source, (*loc, "base_url"), problem)
+        raise invalid(source, (*loc, "base_url"), problem)
     return value
 
 
@@ -380,7 +389,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if data.get("chat"):
         from kosmos.config_chat import check_chat
 
-        check_chat(data["chat"], str(path), ALLOWED)
+        check_chat(data["chat"], str(path))
     return data
 
 

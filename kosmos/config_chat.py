@@ -5,12 +5,9 @@ Beside `kosmos.config`, which checks the section when a file is read; the chat m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from kosmos.errors import ConfigError
 
 # The chat's defaults (docs/protocol.md, The chat).
 EXIT_COMMANDS = ("/exit", "/quit", "/q", "exit", "quit", "q")
@@ -110,40 +107,23 @@ class ChatSettings(BaseModel):
         return tools
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The model an annotation holds: itself, or inside a dict, list, tuple or union."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    args = get_args(annotation)
-    if get_origin(annotation) is dict:
-        args = args[1:]
-    return next((m for m in map(_model_in, args) if m is not None), None)
+def _model_fields(kind: Any) -> dict[str, Any] | None:
+    if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+        return None
+    return {name: field.annotation for name, field in kind.model_fields.items()}
 
 
-def _keys_at(loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[str, ...]:
-    """The keys allowed beside the last part of `loc` (a path into `model`)."""
-    for part in loc[:-1]:
-        if not isinstance(part, str) or part not in model.model_fields:
-            continue  # a dict key or a list index: the model stays the same
-        inner = _model_in(model.model_fields[part].annotation)
-        if inner is None:
-            break
-        model = inner
-    return tuple(model.model_fields)
-
-
-def check_chat(data: Any, source: str, allowed: Mapping[str, str]) -> None:
+def check_chat(data: Any, source: str) -> None:
     """The `chat:` section of the file `source`, checked; ConfigError (one line) if it is not
-    one. `allowed` says what a key may be (the settings' table)."""
+    one."""
+    from kosmos.config import invalid, unknown_key
+
     try:
         ChatSettings.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        loc = "chat." + ".".join(str(p) for p in first["loc"])
+        loc = ("chat", *first["loc"])
         if first["type"] == "extra_forbidden":
-            keys = ", ".join(_keys_at(tuple(first["loc"]), ChatSettings))
-            raise ConfigError(f"{source}: unknown key '{loc}'; allowed keys: {keys}") from e
-        last = str(first["loc"][-1]) if first["loc"] else ""
-        field = last if last in allowed else "chat"
+            raise unknown_key(source, loc, 1, ChatSettings, _model_fields) from e
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{source}: {loc}: {message}; allowed: {allowed[field]}") from e
+        raise invalid(source, loc, message) from e
