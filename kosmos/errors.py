@@ -118,14 +118,22 @@ class OutputClosed(KosmosError):
         )
 
 
+# What `validation_problem` says of a required key that is absent (the path names the key).
+MISSING = "missing"
+
+
 def validation_problem(error: Exception) -> tuple[str, tuple[str | int, ...]]:
     """A record's validation error (msgspec's `... - at `$.params[0].name``) as what is wrong
-    and where: the keys and list indexes that lead to it."""
+    and where: the keys and list indexes that lead to it (to the key itself, for MISSING)."""
     text = str(error)
     message, at, where = text.rpartition(" - at `")
     if not at:
-        return text, ()
+        message, where = text, ""
     if where.startswith("key` in `"):  # a mapping's key, not its value
         message, where = f"{message} (a key)", where.removeprefix("key` in `")
     found = re.findall(r"\.([^.\[`]+)|\[(\d+)\]", where.removeprefix("$").rstrip("`"))
-    return message, tuple(name or int(index) for name, index in found)
+    path: tuple[str | int, ...] = tuple(name or int(index) for name, index in found)
+    absent = re.fullmatch(r"Object missing required field `(.*)`", message)
+    if absent:
+        return MISSING, (*path, absent[1])
+    return message, path

@@ -289,9 +289,6 @@ def _event(raw: bytes, path: Path, number: int) -> Event:
         return parse_event(data)
     except msgspec.ValidationError as e:
         message, loc = validation_problem(e)
-        missing = re.fullmatch(r"Object missing required field `(.*)`", message)
-        if missing:
-            loc, message = (*loc, missing[1]), "missing"
         field = ".".join(str(part) for part in loc) or "the event"
         raise UsageError(
             f"{where}: a {data['type']!r} event kosmos cannot read ({field}: "

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from kosmos.errors import SkillError
+from kosmos.errors import MISSING, SkillError
 from kosmos.skills.model import (
     FRONTMATTER_KEYS,
     Skill,
@@ -339,7 +339,7 @@ def _what(error: SkillTypeError | SkillRuleError, data: dict[Any, Any]) -> str:
         param = _at(data, loc[:2])
         if len(loc) == 2:
             return f"params item {index + 1} must be a mapping like '- name: path'"
-        if error.missing and loc[2] == "name":
+        if str(error) == MISSING and loc[2] == "name":
             return f"params item {index + 1} has no 'name'; every param needs one (- name: path)"
         name = param.get("name") if isinstance(param, dict) else None
         label = (

@@ -38,12 +38,11 @@ class SkillRuleError(ValueError):
 
 
 class SkillTypeError(ValueError):
-    """A frontmatter value of the wrong type or shape; `missing` when a required key is absent."""
+    """A frontmatter value of the wrong type or shape, or a required key absent (MISSING)."""
 
-    def __init__(self, message: str, loc: tuple[str | int, ...], *, missing: bool) -> None:
+    def __init__(self, message: str, loc: tuple[str | int, ...]) -> None:
         super().__init__(message)
         self.loc = loc
-        self.missing = missing
 
 
 def _scalar_text(value: Any) -> Any:
@@ -141,10 +140,7 @@ def _converted(data: Any, kind: type[Any], at: tuple[str | int, ...]) -> Any:
         return msgspec.convert(data, kind, strict=False)
     except msgspec.ValidationError as e:
         message, path = validation_problem(e)
-        missing = re.fullmatch(r"Object missing required field `(.*)`", message)
-        if missing:
-            path = (*path, missing[1])
-        raise SkillTypeError(message, (*at, *path), missing=bool(missing)) from None
+        raise SkillTypeError(message, (*at, *path)) from None
 
 
 def check_param(data: Any, at: tuple[str | int, ...] = ()) -> Param:
@@ -182,7 +178,7 @@ def check_skill(fields: dict[str, Any]) -> Skill:
     raw_params = data.pop("params", None)
     raw_params = [] if raw_params is None else raw_params
     if not isinstance(raw_params, list):
-        raise SkillTypeError("Expected array", ("params",), missing=False)
+        raise SkillTypeError("Expected array", ("params",))
     params = [check_param(p, ("params", i)) for i, p in enumerate(raw_params)]
     skill: Skill = _converted(data, Skill, ())
     name = skill.name.strip()
