@@ -288,7 +288,7 @@ def _section_in(annotation: Any, fields: Fields) -> Any:
     return next((m for m in (_section_in(a, fields) for a in args) if m is not None), None)
 
 
-def unknown_key(
+def _unknown_key(
     source: str, loc: tuple[Any, ...], at: int, model: Any, fields: Fields
 ) -> ConfigError:
     """One line for the unknown key `loc` (its parts from `at` on a path into `model`),
@@ -310,7 +310,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def invalid(source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
+def _invalid(source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
     """One line: where, what is wrong and (for a known key) what is allowed."""
     field = str(loc[0]) if loc else ""
     last = str(loc[-1]) if loc else ""
@@ -340,7 +340,7 @@ def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] =
             for name, entry in entries.items() if isinstance(entries, dict) else ():
                 if names is not None and name not in names:
                     message = f"{name!r} is not one of {', '.join(names)}"
-                    raise invalid(source, (*loc, key, name), message)
+                    raise _invalid(source, (*loc, key, name), message)
                 _checked(entry, inner, source, (*loc, key, name))
     try:
         value = msgspec.convert(data, model, strict=False, dec_hook=_typed)
@@ -349,13 +349,13 @@ def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] =
         unknown = re.fullmatch(r"Object contains unknown field `(.*)`", message)
         if unknown:
             where = (*loc, *path, unknown[1])
-            raise unknown_key(source, where, len(loc), model, _struct_fields) from None
+            raise _unknown_key(source, where, len(loc), model, _struct_fields) from None
         message = re.sub(r"Invalid enum value (.*)", r"\1 is not allowed", message)
-        raise invalid(source, (*loc, *path), message.replace("`", "")) from None
+        raise _invalid(source, (*loc, *path), message.replace("`", "")) from None
     url = getattr(value, "base_url", None)
     problem = url_problem(url) if isinstance(url, str) else None
     if problem is not None:
-        raise invalid(source, (*loc, "base_url"), problem)
+        raise _invalid(source, (*loc, "base_url"), problem)
     return value
 
 
@@ -387,9 +387,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: unknown key '{key}'; allowed keys: {', '.join(FILE_KEYS)}")
     check_settings(data, str(path))
     if data.get("chat"):
-        from kosmos.config_chat import check_chat
+        from kosmos.config_chat import ChatSettings, chat_fields, chat_problem
 
-        check_chat(data["chat"], str(path))
+        problem = chat_problem(data["chat"])
+        if problem is not None:
+            message, loc, unknown = problem
+            if unknown:
+                raise _unknown_key(str(path), ("chat", *loc), 1, ChatSettings, chat_fields)
+            raise _invalid(str(path), ("chat", *loc), message)
     return data
 
 

@@ -107,23 +107,20 @@ class ChatSettings(BaseModel):
         return tools
 
 
-def _model_fields(kind: Any) -> dict[str, Any] | None:
+def chat_fields(kind: Any) -> dict[str, Any] | None:
+    """A chat section's fields (name: annotation); None for what is not one."""
     if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
         return None
     return {name: field.annotation for name, field in kind.model_fields.items()}
 
 
-def check_chat(data: Any, source: str) -> None:
-    """The `chat:` section of the file `source`, checked; ConfigError (one line) if it is not
-    one."""
-    from kosmos.config import invalid, unknown_key
-
+def chat_problem(data: Any) -> tuple[str, tuple[str | int, ...], bool] | None:
+    """The first problem of a `chat:` section as written: what is wrong, where (a path into
+    ChatSettings) and whether it is an unknown key; None when there is none."""
     try:
         ChatSettings.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        loc = ("chat", *first["loc"])
-        if first["type"] == "extra_forbidden":
-            raise unknown_key(source, loc, 1, ChatSettings, _model_fields) from e
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise invalid(source, loc, message) from e
+        return message, tuple(first["loc"]), first["type"] == "extra_forbidden"
+    return None
