@@ -229,6 +229,11 @@ class HostLock:
         does; python3's, which starts ten times slower, runs inside the shell script's."""
         return self.status is not None and self.status.held and self.status.interpreter == "perl"
 
+    def serve_words(self) -> list[str]:
+        """What starts the lock server (perl's prelude with `serve=1`, hosts/ssh_serve.py)."""
+        assert self.watches
+        return [*_argv("perl"), "serve=1"]
+
     def words(
         self, lock: Lock | None, shell: str, *, watch: Sequence[str] = ()
     ) -> list[str] | None:

@@ -27,6 +27,7 @@ from kosmos.hosts.runner import (
     StreamDecoder,
 )
 from kosmos.hosts.ssh_read import RemoteReads
+from kosmos.hosts.ssh_serve import Serving
 from kosmos.hosts.ssh_upload import RemoteUploads
 from kosmos.hosts.sshconfig import SSHConfigFile
 from kosmos.hosts.target import Target
@@ -108,6 +109,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         # The kernel lock for commands that run without a person's yes (hosts/lock.py): what
         # the host offers is learnt with the first file read, or asked for on its own.
         self.host_lock = HostLock(lock or LockConfig())
+        self.serving = Serving()
         self._lock = asyncio.Lock()
         # Why kosmos itself closed the connection, for the notice when the next command reconnects.
         self._dropped: str | None = None
@@ -199,6 +201,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
         command begun after the close connects anew.
         """
         self._epoch += 1
+        self.serving.close()
         if self._opening is not None:
             self._opening.cancel()
         async with self._lock:
@@ -220,6 +223,12 @@ class SSHRunner(RemoteReads, RemoteUploads):
     ) -> CommandResult:
         if lock is not None and self.host_lock.status is None:
             await self.learn_host(timeout=min(timeout, LEARN_TIMEOUT))
+        if lock is not None and self.serving.usable(self, stdin):
+            served = await self.serving.run(
+                self, command, lock, timeout=timeout, on_output=on_output, stop=stop
+            )
+            if served is not None:
+                return served
         kit = self.host_lock
         watch = []
         if kit.watches:

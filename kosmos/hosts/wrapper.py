@@ -27,6 +27,7 @@ from kosmos.hosts.runner import COMMAND_ENV, Shell
 
 __all__ = [
     "MARK",
+    "command_items",
     "kill_script",
     "local_script",
     "parse_mark",
@@ -132,6 +133,16 @@ def plain(command: str) -> bool:
     return "=" not in first and first[0] not in "-%" and first not in SHELL_OWN
 
 
+def command_items(command: str | None) -> list[str]:
+    """The perl prelude's items for a remote command: its environment, and `argv=1` where
+    it is `plain` (the prelude execs it itself)."""
+    items = [f"env={k}={v}" for k, v in COMMAND_ENV.items()]
+    if command is not None and plain(command):
+        items.append("argv=1")
+    assert not any(" " in item for item in items)
+    return items
+
+
 def watch_items(*, mark: bool, feed: bool, command: str | None = None) -> list[str]:
     """The perl prelude's items that make it the wrapper (`watch=1`, prelude/lock.pl): the
     script's work for a command inside the lock. `mark`: name the process group first and
@@ -139,12 +150,11 @@ def watch_items(*, mark: bool, feed: bool, command: str | None = None) -> list[s
     `command`: the command, which the prelude execs itself where it is `plain`."""
     items = ["watch=1"]
     if mark:
-        items += ["mark=1", *(f"env={k}={v}" for k, v in COMMAND_ENV.items())]
+        items += ["mark=1", *command_items(None)]
     if feed:
         items.append("feed=1")
     if command is not None and plain(command):
         items.append("argv=1")
-    assert not any(" " in item for item in items)
     return items
 
 
