@@ -62,7 +62,7 @@ async def test_a_connections_locked_commands_share_one_session(
     (parent,) = parents
     # Their parent is the server: perl's prelude, serving, the one prelude on the host.
     cmdline = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
-    assert cmdline[0] == b"perl" and cmdline[-2] == b"serve=1"
+    assert cmdline[0] == b"perl" and b"serve=1" in cmdline
     assert len(_alive(remote, SERVER)) == 1
     # Closing the runner ends it.
     await runner.close()
@@ -163,7 +163,7 @@ async def test_a_server_that_dies_is_started_again(runner: SSHRunner, remote: Ss
     assert await _gone(remote, marker) == []
     second = await _parent(runner)
     assert second != first
-    assert Path(f"/proc/{second}/cmdline").read_bytes().split(b"\0")[-2] == b"serve=1"
+    assert b"serve=1" in Path(f"/proc/{second}/cmdline").read_bytes().split(b"\0")
 
 
 async def test_a_command_cannot_signal_the_server(runner: SSHRunner) -> None:

@@ -181,11 +181,12 @@ class HostLock:
         """The prelude's source for `interpreter` (perl or python3)."""
         return _source("lock.pl" if interpreter == "perl" else "lock.py")
 
-    def probe_script(self, *, os_line: bool = False) -> str:
+    def probe_script(self, *, os_line: bool = False, serve: bool = False) -> str:
         """A sh script that prints one `lock ...` line: the interpreter, the arch, the ABI,
         and whether each step of a lock held (it locks only itself, then exits). `os_line`:
-        an `os ...` line first, what `uname -s` says (from the same uname)."""
-        return _probe_script(os_line)
+        an `os ...` line first, what `uname -s` says (from the same uname). `serve`: where the
+        prelude is perl's, perl goes on to serve once it has probed (hosts/ssh_serve.py)."""
+        return _probe_script(os_line, serve)
 
     def learn(self, output: str) -> LockStatus | None:
         """Take the status from a probe's output (other lines are passed over); None when the
@@ -274,7 +275,7 @@ def _probe_spec(arch: str) -> str:
 
 
 @functools.cache
-def _probe_script(os_line: bool) -> str:
+def _probe_script(os_line: bool, serve: bool) -> str:
     # The same for every host: built once per process (a fleet's every host runs it).
     cases = []
     for name, arch in (("x86_64|amd64", "x86_64"), ("aarch64|arm64", "aarch64")):
@@ -290,7 +291,7 @@ def _probe_script(os_line: bool) -> str:
         + " esac; "
         + 'if [ -z "$a" ]; then printf \'lock uname=%s\\n\' "$u"; '
         + "elif command -v perl >/dev/null 2>&1; then printf 'lock arch=%s;via=perl;' \"$a\"; "
-        + f'{perl} "$s" 2>/dev/null || echo; '
+        + (f'exec {perl} serve=1 "$s"; ' if serve else f'{perl} "$s" 2>/dev/null || echo; ')
         + "elif command -v python3 >/dev/null 2>&1; then "
         + "printf 'lock arch=%s;via=python3;' \"$a\"; "
         + f'{python} "$s" 2>/dev/null || echo; '

@@ -192,6 +192,16 @@ class SSHRunner(RemoteReads, RemoteUploads):
                 self._dropped = reason
             await link.close()
 
+    async def _not_started(self, link: Link, timeout: float) -> CommandNotStarted:
+        """The server took a session and did not start its command: `link` is closed (a
+        half-open channel cannot be), and the error says so."""
+        await self._drop(link, f"the server did not start a command within {timeout:g} s")
+        return CommandNotStarted(
+            f"{self.name}: the server did not start the command within {timeout:g} s; "
+            "kosmos closed the connection and the next try reconnects; if this "
+            "repeats, check the host's load and its sshd log"
+        )
+
     async def close(self) -> None:
         """Close the connection; once this returns, none is open.
 
@@ -201,9 +211,9 @@ class SSHRunner(RemoteReads, RemoteUploads):
         command begun after the close connects anew.
         """
         self._epoch += 1
-        self.serving.close()
         if self._opening is not None:
             self._opening.cancel()
+        await self.serving.close()
         async with self._lock:
             if self._link is not None:
                 await self._link.close()
@@ -245,14 +255,20 @@ class SSHRunner(RemoteReads, RemoteUploads):
         )
 
     async def learn_host(self, *, timeout: float) -> None:
-        """Learn the host's OS and what the kernel lock can be there, in one round trip."""
-        ask_os = self.os is None
-        command = self.host_lock.probe_script(os_line=ask_os)
-        result = await self._exec(command, timeout=timeout, buffer=OutputBuffer(), own=True)
-        text = result.output.text()
-        if ask_os and text.startswith("os ") and not result.connection_lost:
-            self.os = text.split("\n", 1)[0][3:].strip() or None
-        self.host_lock.learn(text)
+        """Learn the host's OS and what the kernel lock can be there, in one round trip: in
+        the session that then serves the locked commands, where the prelude is perl's."""
+        with contextlib.suppress(TimeoutError):
+            await self._learn(ask_os=self.os is None, timeout=timeout)
+
+    async def _learn(self, *, ask_os: bool, timeout: float) -> None:
+        await self.serving.learn(self, ask_os=ask_os, timeout=timeout)
+
+    async def _own(self, command: str, *, timeout: float, limit: int) -> CommandResult:
+        served = await self.serving.own(self, command, timeout=timeout, limit=limit)
+        if served is not None:
+            return served
+        buffer = OutputBuffer(head=limit, tail=0)
+        return await self._exec(command, timeout=timeout, buffer=buffer, limit=limit, own=True)
 
     async def _exec(
         self,
@@ -297,12 +313,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
                     proc = await conn.create_process(remote, encoding=None)
                 break
             except TimeoutError:
-                await self._drop(link, f"the server did not start a command within {timeout:g} s")
-                raise CommandNotStarted(
-                    f"{self.name}: the server did not start the command within {timeout:g} s; "
-                    "kosmos closed the connection and the next try reconnects; if this "
-                    "repeats, check the host's load and its sshd log"
-                ) from None
+                raise await self._not_started(link, timeout) from None
             except (asyncssh.Error, OSError) as e:
                 if not link.is_closed:
                     # A connection cut under us can fail here before its end is noticed.

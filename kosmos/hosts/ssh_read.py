@@ -66,6 +66,16 @@ class RemoteReads:
     ) -> CommandResult:
         raise NotImplementedError  # SSHRunner's
 
+    async def _learn(self, *, ask_os: bool, timeout: float) -> None:
+        """Learn the host's shell, OS and lock in the session that then serves its locked
+        commands (hosts/ssh_serve.py); TimeoutError when it does not say in time."""
+        raise NotImplementedError  # SSHRunner's
+
+    async def _own(self, command: str, *, timeout: float, limit: int) -> CommandResult:
+        """Run kosmos's own script: through the lock server where there is one, else in a
+        session of its own."""
+        raise NotImplementedError  # SSHRunner's
+
     async def read_file(self, path: str, *, timeout: float) -> str | None:
         target = _remote_path(path)
         command = (
@@ -74,13 +84,7 @@ class RemoteReads:
             'exec cat -- "$f" 2>&1'
         )
         try:
-            result = await self._exec(
-                command,
-                timeout=timeout,
-                buffer=OutputBuffer(head=READ_FILE_LIMIT, tail=0),
-                limit=READ_FILE_LIMIT,
-                own=True,
-            )
+            result = await self._own(command, timeout=timeout, limit=READ_FILE_LIMIT)
         except CommandNotStarted as e:
             raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s") from e
         if result.output.total > READ_FILE_LIMIT:
@@ -115,6 +119,12 @@ class RemoteReads:
         # there: one round trip for the three.
         ask_os = self.os is None
         kit = host_lock(self)
+        if kit is not None and kit.status is None:
+            try:
+                await self._learn(ask_os=ask_os, timeout=timeout)
+            except (TimeoutError, CommandNotStarted) as e:
+                raise ReadTimeout(paths[0], timeout) from e
+            ask_os = self.os is None
         ask_lock = kit is not None and kit.status is None
         if kit is not None and ask_lock:  # its uname names the kernel too
             ask = f"{kit.probe_script(os_line=ask_os)}; "
@@ -132,13 +142,7 @@ class RemoteReads:
         # Room for the `os`, `lock`, `try` and `hit` lines in front of the file.
         limit = READ_FILE_LIMIT + 16 * (len(paths) + 1) + 80 + 400
         try:
-            result = await self._exec(
-                command,
-                timeout=timeout,
-                buffer=OutputBuffer(head=limit, tail=0),
-                limit=limit,
-                own=True,
-            )
+            result = await self._own(command, timeout=timeout, limit=limit)
         except CommandNotStarted as e:
             raise ReadTimeout(paths[0], timeout) from e
         data = bytes(result.output.head)

@@ -22,17 +22,35 @@ import re
 import shlex
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kosmos.hosts.sshlib import asyncssh
 
 from kosmos.hosts.lock import LEARN_TIMEOUT
 from kosmos.hosts.runner import CommandResult, Lock, OnOutput, OutputBuffer, StreamDecoder
-from kosmos.hosts.wrapper import GRACE_S, command_items, kill_script
+from kosmos.hosts.wrapper import GRACE_S, MARK, MARK_OWN, command_items, kill_script, parse_mark
 
 if TYPE_CHECKING:
     from kosmos.hosts.connect import Link
-    from kosmos.hosts.ssh import SSHRunner
+    from kosmos.hosts.lock import HostLock
+    from kosmos.hosts.runner import CommandNotStarted, Shell
+
+
+class SSHRunner(Protocol):
+    """What the lock server needs of its runner (hosts/ssh.py), which it serves."""
+
+    name: str
+    host_lock: HostLock
+    login: str | None
+    dialect: Shell | None
+    os: str | None
+    _link: Link | None
+    _epoch: int
+
+    async def _conn(self, epoch: int) -> asyncssh.SSHClientConnection: ...
+    async def _drop(self, link: Link, reason: str) -> None: ...
+    async def _not_started(self, link: Link, timeout: float) -> CommandNotStarted: ...
+
 
 __all__ = ["HELLO", "LockServer", "Served", "Serving"]
 
@@ -41,16 +59,27 @@ READ_CHUNK = 64 * 1024
 # How long a stopped command's group has to end (TERM, then KILL after up to 2 s) and its
 # output to close (up to 2 s more) before kosmos stops waiting for the server's answer.
 STOP_WAIT = 6.0
+# How long closing waits for an idle server to be gone.
+CLOSE_WAIT = 2.0
 _FRAME = re.compile(rb"([oxp]) (\d+) (\d+)(?: (\d+))?\n")
 
 Ended = tuple[int | None, int | None]  # (exit status, signal), (None, None) if never told
 
 
+class NotStarted(Exception):
+    """The server took the session but did not start what it was asked to run."""
+
+
 class Served:
     """One command the server runs: its output as it comes, and in time how it ended."""
 
-    def __init__(self, buffer: OutputBuffer, on_output: OnOutput | None) -> None:
+    def __init__(
+        self, buffer: OutputBuffer, on_output: OnOutput | None, limit: int | None = None
+    ) -> None:
         self.buffer = buffer
+        # Set once more than `limit` bytes came: the command is stopped as by `stop`.
+        self.limit = limit
+        self.full = asyncio.Event() if limit is not None else None
         self.on_output = on_output
         self.decoder = StreamDecoder() if on_output else None
         self.ended: asyncio.Future[Ended] = asyncio.get_running_loop().create_future()
@@ -59,6 +88,8 @@ class Served:
 
     def feed(self, data: bytes) -> None:
         self.buffer.feed(data)
+        if self.full is not None and self.limit is not None and self.buffer.total > self.limit:
+            self.full.set()
         if self.on_output is not None and self.decoder is not None:
             text = self.decoder.decode(data)
             if text:
@@ -89,22 +120,40 @@ class LockServer:
     @classmethod
     async def start(
         cls, conn: asyncssh.SSHClientConnection, remote: str, *, timeout: float
-    ) -> LockServer | None:
-        """Start the server with `remote` (the login shell's command line); None when it does
-        not say it serves within `timeout` (no perl that runs it: the caller runs each command
-        in a session of its own, as before)."""
-        proc = await conn.create_process(remote, encoding=None, stderr=asyncssh.DEVNULL)
-        server = cls(proc)
+    ) -> tuple[LockServer | None, list[bytes]]:
+        """Start the server with `remote` (the login shell's command line): the server, None
+        when it does not say it serves (no perl that runs it: each command then runs in a
+        session of its own, as before), and the lines the session printed before that (the
+        host's OS, shell and lock, where `remote` learns them first).
+
+        NotStarted when the server takes the session but does not start it within `timeout`,
+        TimeoutError when it says neither within that time."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         try:
-            async with asyncio.timeout(timeout):
-                hello = await proc.stdout.readexactly(len(HELLO))
-        except (TimeoutError, asyncio.IncompleteReadError, asyncssh.Error, OSError):
-            hello = b""
-        if hello != HELLO:
+            async with asyncio.timeout_at(deadline):
+                proc = await conn.create_process(remote, encoding=None, stderr=asyncssh.DEVNULL)
+        except TimeoutError:
+            raise NotStarted from None
+        lines: list[bytes] = []
+        try:
+            async with asyncio.timeout_at(deadline):
+                while len(lines) < 8:
+                    line = await proc.stdout.readline()
+                    if line == HELLO:
+                        server = cls(proc)
+                        server._reader = asyncio.ensure_future(server._read())
+                        return server, lines
+                    if not line.endswith(b"\n"):
+                        break
+                    lines.append(line)
+        except (asyncssh.Error, OSError):
+            pass
+        except TimeoutError:
             proc.close()
-            return None
-        server._reader = asyncio.ensure_future(server._read())
-        return server
+            raise
+        proc.close()
+        return None, lines
 
     async def _read(self) -> None:
         data = b""
@@ -166,6 +215,7 @@ class LockServer:
         on_output: OnOutput | None,
         stop: asyncio.Event | None,
         is_lost: Callable[[], bool],
+        limit: int | None = None,
     ) -> CommandResult | None:
         """Run `argv` (the prelude's SPEC, the program and its arguments) as command
         `command`; None when the server has gone before it could take it."""
@@ -173,14 +223,14 @@ class LockServer:
             return None
         start = time.monotonic()
         ident = next(self._ids)
-        job = Served(OutputBuffer(), on_output)
+        buffer = OutputBuffer() if limit is None else OutputBuffer(head=limit, tail=0)
+        job = Served(buffer, on_output, limit)
         self._jobs[ident] = job
         payload = "\0".join(argv).encode()
         self._send(b"r %d %d\n" % (ident, len(payload)) + payload)
         waiters: set[asyncio.Future[Any]] = {job.ended}
-        stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-        if stopper is not None:
-            waiters.add(stopper)
+        stoppers = [asyncio.ensure_future(e.wait()) for e in (stop, job.full) if e is not None]
+        waiters.update(stoppers)
         timed_out = cancelled = False
         try:
             done, _ = await asyncio.wait(
@@ -193,7 +243,7 @@ class LockServer:
             await asyncio.shield(self._stop(ident, job))
             raise
         finally:
-            if stopper is not None:
+            for stopper in stoppers:
                 stopper.cancel()
         if not job.ended.done():
             # No answer to the stop: the server (or the link under it) is as good as gone.
@@ -225,6 +275,19 @@ class LockServer:
         self.closed = True
         with contextlib.suppress(asyncssh.Error, OSError):
             self.proc.stdin.write_eof()
+        self.proc.close()
+
+    async def aclose(self) -> None:
+        """End the session; when nothing runs, wait for the server to be gone (it exits at
+        once), so that nothing of kosmos is left on the host when the connection closes."""
+        idle = not self._jobs
+        self.closed = True
+        with contextlib.suppress(asyncssh.Error, OSError):
+            self.proc.stdin.write_eof()
+        if idle:
+            with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+                async with asyncio.timeout(CLOSE_WAIT):
+                    await self.proc.wait_closed()
         self.proc.close()
 
 
@@ -261,15 +324,74 @@ class Serving:
             self.server = None
             remote = " ".join(shlex.quote(word) for word in runner.host_lock.serve_words())
             try:
-                server = await LockServer.start(conn, "exec " + remote, timeout=timeout)
+                server, _ = await LockServer.start(conn, "exec " + remote, timeout=timeout)
+            except (asyncssh.Error, OSError, TimeoutError, NotStarted):
+                return None  # the command's own session says what is wrong
+            return self._keep(server, link)
+
+    def _keep(self, server: LockServer | None, link: Link | None) -> LockServer | None:
+        if server is None:
+            self.refused = link is not None and not link.is_closed
+            return None
+        if self.server is not None and self.server is not server:
+            self.server.close()
+        self.server, self._link = server, link
+        server.on_orphans = functools.partial(_end_groups, link)
+        return server
+
+    async def learn(self, runner: SSHRunner, *, ask_os: bool, timeout: float) -> None:
+        """Learn what the host offers (its shell, its OS where `ask_os`, its lock) in the
+        session that then serves the locked commands, where the prelude is perl's.
+
+        TimeoutError when the host does not say within `timeout`."""
+        epoch = runner._epoch
+        kit = runner.host_lock
+        async with self._starting:
+            conn = await runner._conn(epoch)
+            link = runner._link
+            script = f"{MARK_OWN}; {kit.probe_script(os_line=ask_os, serve=True)}"
+            try:
+                server, lines = await LockServer.start(
+                    conn, "exec sh -c " + shlex.quote(script), timeout=timeout
+                )
             except (asyncssh.Error, OSError):
-                return None  # the connection is going: the command's own session says so
-            if server is None:
-                self.refused = link is not None and not link.is_closed
-                return None
-            self.server, self._link = server, link
-            server.on_orphans = functools.partial(_end_groups, link)
-            return server
+                return  # the connection is going: what runs next says so
+            except NotStarted:
+                assert link is not None
+                raise await runner._not_started(link, timeout) from None
+            for line in lines:
+                if line.startswith(MARK):
+                    _, login, dialect = parse_mark(line[len(MARK) :].rstrip(b"\n"))
+                    if runner.dialect is None:
+                        runner.login, runner.dialect = login, dialect
+                elif line.startswith(b"os ") and ask_os:
+                    runner.os = line[3:].decode(errors="replace").strip() or None
+                elif line.startswith(b"lock "):
+                    kit.learn(line.decode(errors="replace"))
+            if server is not None and not kit.watches:
+                server.close()  # no lock to run commands in: it has nothing to do
+                server = None
+            if server is not None or kit.status is not None:
+                self._keep(server, link)
+
+    async def own(
+        self, runner: SSHRunner, command: str, *, timeout: float, limit: int
+    ) -> CommandResult | None:
+        """Run kosmos's own POSIX script (a file read) through the server, inside the lock
+        (it only reads); None where there is no server (the caller runs it in a session)."""
+        server = self.server
+        if server is None or server.closed or self._link is not runner._link:
+            return None
+        spec = " ".join([*command_items(None), runner.host_lock.spec(Lock())])
+        return await server.run(
+            command,
+            [spec, "sh", "-c", command],
+            timeout=timeout,
+            on_output=None,
+            stop=None,
+            limit=limit,
+            is_lost=lambda: runner._link is None or runner._link.is_closed,
+        )
 
     async def run(
         self,
@@ -305,10 +427,10 @@ class Serving:
             await runner._drop(link, "the host did not answer while a command was ended")
         return result
 
-    def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+    async def close(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            await server.aclose()
 
 
 async def _end_groups(link: Link | None, pids: list[int]) -> None:

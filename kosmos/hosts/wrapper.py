@@ -27,6 +27,7 @@ from kosmos.hosts.runner import COMMAND_ENV, Shell
 
 __all__ = [
     "MARK",
+    "MARK_OWN",
     "command_items",
     "kill_script",
     "local_script",
@@ -41,11 +42,13 @@ MARK = b"\x1fkosmos-pgid "
 GRACE_S = 1
 
 _EXPORTS = "export " + " ".join(f"{k}={v}" for k, v in COMMAND_ENV.items())
-_MARKER = 'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" {dialect} >&2'
-_MARK = _MARKER.format(dialect='"${BASH_VERSION:+bash}"')
+_MARKER = 'printf "\\037kosmos-pgid %s %s %s\\n" "$$" "$SHELL" {dialect}'
+_MARK = _MARKER.format(dialect='"${BASH_VERSION:+bash}"') + " >&2"
 # The same marker from the sh that runs kosmos's own script: the dialect the host's commands
 # will run in, bash where `command -v` finds it (as the script that picks bash decides).
-_MARK_OWN = "d=; command -v bash >/dev/null 2>&1 && d=bash; " + _MARKER.format(dialect='"$d"')
+# On stdout in the session that learns the host and then serves (hosts/ssh_serve.py).
+MARK_OWN = "d=; command -v bash >/dev/null 2>&1 && d=bash; " + _MARKER.format(dialect='"$d"')
+_MARK_OWN = MARK_OWN + " >&2"
 # fd 3 keeps the channel's stdin for the watcher: a background list gets /dev/null for stdin
 # before its own redirections, so `<&0` there would read nothing. `$$` is the group leader:
 # sshd starts each session with setsid(), and the shell keeps that pid through `exec`. On

@@ -212,7 +212,7 @@ sub main {
     failed("exec $program[0]");
 }
 
-# serve=1 (the only argument): stay, and start each command kosmos asks for, inside the lock,
+# serve=1 [PROBE]: stay, and start each command kosmos asks for, inside the lock,
 # in a process group of its own, with /dev/null for stdin and one pipe for its output; that
 # output and its exit status come back on stdout. One session of the host's sshd then carries
 # all of a run's locked commands: each costs a fork, the lock's system calls and the exec.
@@ -293,8 +293,15 @@ sub ended {
 }
 
 sub serve {
+    my (undef, $probing) = @_;
     $SIG{$_} = 'IGNORE' for qw(PIPE TERM INT HUP QUIT);
     my ($in, @left) = ('');
+    # serve=1 PROBE: first the probe's line (probe=1 above), from a child: it locks itself.
+    if (defined $probing) {
+        my $pid = fork();
+        main($probing) if defined $pid && $pid == 0;
+        put("\n") unless defined $pid && waitpid($pid, 0) > 0 && $? == 0;
+    }
     put("kosmos-serve 1\n");
     while (!$eof || %jobs || @left) {
         my $now = time;
@@ -318,7 +325,8 @@ sub serve {
         }
         @left = grep {
             my ($pid, $at) = @$_;
-            $now < $at or do { kill 'KILL', -$pid; waitpid($pid, 0); 0 };
+            # At kosmos's end, what the TERM at their end left gets no more time.
+            ($now < $at && !$eof) or do { kill 'KILL', -$pid; waitpid($pid, 0); 0 };
         } @left;
         last if $eof && !%jobs && !@left;
         my $rin = '';
@@ -356,4 +364,4 @@ sub serve {
     exit 0;
 }
 
-if (($ARGV[0] // '') eq 'serve=1') { serve() } else { main(@ARGV) }
+if (($ARGV[0] // '') eq 'serve=1') { serve(@ARGV) } else { main(@ARGV) }
