@@ -11,12 +11,13 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from kosmos.hosts.runner import Lock
+from kosmos.hosts.knowledge import KNOWLEDGE_PATHS
+from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable, Lock
 from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from tests.sshd import Sshd, write_client_home
@@ -171,3 +172,97 @@ async def test_a_command_cannot_signal_the_server(runner: SSHRunner) -> None:
     result = await runner.run("kill -9 $PPID", timeout=20, lock=Lock())
     assert result.exit_code != 0 and "not permitted" in result.output.text()
     assert await _parent(runner) == first
+
+
+def _sessions(server: Sshd) -> int:
+    return server.log.read_text().count("Starting session")
+
+
+async def test_a_host_with_locked_commands_costs_one_session(
+    runner: SSHRunner, remote: Sshd
+) -> None:
+    """The session that learns the host (its shell, OS, lock, knowledge file) serves the rest."""
+    remote.write_remote(".config/kosmos-panel/ai_system_promt.md", "A rig.\n")
+    before = _sessions(remote)
+    found = await runner.read_first(KNOWLEDGE_PATHS, timeout=20)
+    assert found == (KNOWLEDGE_PATHS[1], "A rig.\n")
+    assert runner.os == "Linux" and runner.dialect == "bash" and runner.host_lock.watches
+    for command in ("hostname", "uptime", "df -P /"):
+        result = await runner.run(command, timeout=20, lock=Lock())
+        assert result.exit_code == 0 and result.locked and result.output.text()
+    assert _sessions(remote) - before == 1
+
+
+def _layouts(remote: Sshd) -> dict[str, Callable[[], None]]:
+    first, second = (remote.remote_home / p.removeprefix("~/") for p in KNOWLEDGE_PATHS)
+
+    def blank_then_text() -> None:
+        remote.write_remote(str(first.relative_to(remote.remote_home)), " \n\t\n")
+        remote.write_remote(str(second.relative_to(remote.remote_home)), "home notes\n")
+
+    def text_first() -> None:
+        remote.write_remote(str(first.relative_to(remote.remote_home)), "local\n")
+        remote.write_remote(str(second.relative_to(remote.remote_home)), "home\n")
+
+    def unreadable() -> None:
+        text_first()
+        first.chmod(0)
+
+    def link_nowhere() -> None:
+        text_first()
+        first.unlink()
+        first.symlink_to(remote.remote_home / "nowhere")
+
+    def a_folder() -> None:
+        text_first()
+        first.unlink()
+        first.mkdir()
+
+    def too_large() -> None:
+        remote.write_remote(str(first.relative_to(remote.remote_home)), "x" * (READ_FILE_LIMIT + 9))
+
+    def unicode_blank() -> None:
+        remote.write_remote(str(first.relative_to(remote.remote_home)), "\u3000\n")
+        remote.write_remote(str(second.relative_to(remote.remote_home)), "home\n")
+
+    return {
+        "none": lambda: None,
+        "blank then text": blank_then_text,
+        "text first": text_first,
+        "unreadable": unreadable,
+        "a link that leads nowhere": link_nowhere,
+        "a folder": a_folder,
+        "too large": too_large,
+        "unicode blank": unicode_blank,
+    }
+
+
+async def _outcome(runner: SSHRunner) -> object:
+    try:
+        return await runner.read_first(KNOWLEDGE_PATHS, timeout=20)
+    except FileUnreadable as e:
+        return ("unreadable", e.path, e.reason)
+
+
+async def test_the_servers_own_read_says_what_the_shell_script_says(
+    runner: SSHRunner, remote: Sshd, ssh_home: Path
+) -> None:
+    """The server reads the knowledge file itself (`read=`): the shell script it replaces, run
+    in a session of its own, is the oracle, file layout by file layout."""
+    oracle = SSHRunner(parse_target("box"), connect_timeout=10)
+    try:
+        await oracle.read_first(KNOWLEDGE_PATHS, timeout=20)  # learnt: then no server
+        await oracle.serving.close()
+        oracle.serving.refused = True
+        await runner.read_first(KNOWLEDGE_PATHS, timeout=20)
+        for name, lay_out in _layouts(remote).items():
+            remote.clean_remote()
+            lay_out()
+            before = _sessions(remote)
+            served = await _outcome(runner)
+            assert _sessions(remote) == before, name  # no session: the server read it
+            expected = await _outcome(oracle)
+            assert _sessions(remote) > before, name
+            assert served == expected, name
+    finally:
+        await oracle.close()

@@ -263,8 +263,10 @@ class SSHRunner(RemoteReads, RemoteUploads):
     async def _learn(self, *, ask_os: bool, timeout: float) -> None:
         await self.serving.learn(self, ask_os=ask_os, timeout=timeout)
 
-    async def _own(self, command: str, *, timeout: float, limit: int) -> CommandResult:
-        served = await self.serving.own(self, command, timeout=timeout, limit=limit)
+    async def _own(
+        self, command: str, *, timeout: float, limit: int, paths: Sequence[str] | None = None
+    ) -> CommandResult:
+        served = await self.serving.own(self, command, timeout=timeout, limit=limit, paths=paths)
         if served is not None:
             return served
         buffer = OutputBuffer(head=limit, tail=0)

@@ -71,9 +71,11 @@ class RemoteReads:
         commands (hosts/ssh_serve.py); TimeoutError when it does not say in time."""
         raise NotImplementedError  # SSHRunner's
 
-    async def _own(self, command: str, *, timeout: float, limit: int) -> CommandResult:
+    async def _own(
+        self, command: str, *, timeout: float, limit: int, paths: Sequence[str] | None = None
+    ) -> CommandResult:
         """Run kosmos's own script: through the lock server where there is one, else in a
-        session of its own."""
+        session of its own. `paths`: it is read_first's script for them."""
         raise NotImplementedError  # SSHRunner's
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
@@ -142,7 +144,9 @@ class RemoteReads:
         # Room for the `os`, `lock`, `try` and `hit` lines in front of the file.
         limit = READ_FILE_LIMIT + 16 * (len(paths) + 1) + 80 + 400
         try:
-            result = await self._own(command, timeout=timeout, limit=limit)
+            result = await self._own(
+                command, timeout=timeout, limit=limit, paths=None if ask else paths
+            )
         except CommandNotStarted as e:
             raise ReadTimeout(paths[0], timeout) from e
         data = bytes(result.output.head)

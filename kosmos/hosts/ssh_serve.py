@@ -21,7 +21,7 @@ import itertools
 import re
 import shlex
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kosmos.hosts.sshlib import asyncssh
@@ -375,17 +375,29 @@ class Serving:
                 self._keep(server, link)
 
     async def own(
-        self, runner: SSHRunner, command: str, *, timeout: float, limit: int
+        self,
+        runner: SSHRunner,
+        command: str,
+        *,
+        timeout: float,
+        limit: int,
+        paths: Sequence[str] | None = None,
     ) -> CommandResult | None:
         """Run kosmos's own POSIX script (a file read) through the server, inside the lock
-        (it only reads); None where there is no server (the caller runs it in a session)."""
+        (it only reads); None where there is no server (the caller runs it in a session).
+        `paths`: the script is read_first's for them, which the server does itself with no
+        program run (`read=` in prelude/lock.pl), with the same output and exit statuses."""
         server = self.server
         if server is None or server.closed or self._link is not runner._link:
             return None
-        spec = " ".join([*command_items(None), runner.host_lock.spec(Lock())])
+        spec = runner.host_lock.spec(Lock())
+        if paths is not None:
+            argv = [f"read={limit} {spec}", *paths]
+        else:
+            argv = [" ".join([*command_items(None), spec]), "sh", "-c", command]
         return await server.run(
             command,
-            [spec, "sh", "-c", command],
+            argv,
             timeout=timeout,
             on_output=None,
             stop=None,

@@ -87,6 +87,39 @@ sub plain {
     return undef;
 }
 
+# read=LIMIT (from the server): PROGRAM is paths to read, in the lock, with no program run: the
+# work of kosmos's shell script for its own first read (hosts/ssh_read.py), with its output and
+# exit statuses. `try N` for each path tried; for the first file with a byte that is not
+# blank, `hit N` and the file (LIMIT + 1 bytes of it at most). 44: none holds text; 45: a link
+# that leads nowhere; 46: a file that cannot be read (why, on the last line).
+sub first_text {
+    my ($limit, @paths) = @_;
+    for my $i (0 .. $#paths) {
+        my $path = $paths[$i];
+        $path =~ s{^~(?=/|\z)}{$ENV{HOME} // ''}e;
+        syswrite(STDOUT, "try $i\n");
+        return 45 if -l $path && !-e $path;
+        next unless -e $path && !-d _;    # read as grep reads it: a FIFO may never end
+        my ($data, $got) = ('', 1);
+        my $opened = open(my $file, '<', $path);
+        while ($opened && $got && length($data) <= $limit) {
+            $got = sysread($file, $data, $limit + 1 - length($data), length($data));
+        }
+        if (!$opened || !defined $got) {
+            syswrite(STDOUT, "$path: $!\n");
+            return 46;
+        }
+        next unless length($data) > $limit || $data =~ /[^ \t\n\r\f\x0b]/;
+        $data = "hit $i\n$data";
+        while (length $data) {
+            my $n = syswrite(STDOUT, $data) or return 46;
+            substr($data, 0, $n) = '';
+        }
+        return 0;
+    }
+    return 44;
+}
+
 # The prelude's work for one command: SPEC, then PROGRAM and its arguments (see above).
 sub main {
     my ($spec, @program) = @_;
@@ -202,6 +235,7 @@ sub main {
         print join(';', @report), "\n";
         exit 0;
     }
+    exit first_text($one{read}, @program) if defined $one{read};
 
     if ($one{argv}) {
         my @words = split / /, $program[-1];
