@@ -9,13 +9,16 @@ lock itself costs, less swayed by other load on a shared machine than the wall c
   wrapper, with the perl prelude, with the python3 one (a PATH without perl). Wall time only:
   the spawner's commands are its children, not this process's;
 - the SSH runner to Debian's sshd on loopback (needs root; it starts one as the tests do):
-  `SSHRunner.run("true")` without and with the lock (perl), on one reused connection;
+  `SSHRunner.run("true")` without the lock (a session a command) and with it (the lock server
+  that perl's prelude runs in the session that learnt the host: a fork a command), on one
+  reused connection;
 - on both, a program as plain words inside the lock, which the perl prelude execs itself
   (`hostname`), against the same run by the shell (`hostname;`);
-- over SSH, what each kind of session costs the host: the CPU of the sshd and all it starts
-  (from a cgroup v2 of its own), per session, for `hostname` as sshd runs it for a bare
-  asyncssh client (the fleet floor's way), in kosmos's wrapper, inside the lock, and for the
-  session that learns the host (its OS, the lock it offers and the knowledge file, in one).
+- over SSH, what each kind of command costs the host: the CPU of the sshd and all it starts
+  (from a cgroup v2 of its own), per command, for `hostname` as sshd runs it for a bare
+  asyncssh client (the fleet floor's way), in kosmos's wrapper, inside the lock (from the lock
+  server), and for the session that learns the host (its OS, the lock it offers and the
+  knowledge file, in one) and then serves.
 
     python benchmarks/lock_cost.py [--repeat 200]
 """
@@ -106,11 +109,11 @@ def _report(title: str, times: dict[str, list[Timing]], *, cpu: bool = True) -> 
     for name in names:
         line = f"  {name:40} wall {median(name, 0):7.2f} ms"
         if name != names[0]:
-            line += f" (+{median(name, 0) - median(names[0], 0):.2f})"
+            line += f" ({median(name, 0) - median(names[0], 0):+.2f})"
         if cpu:
             line = f"{line:72} CPU {median(name, 1):6.2f} ms"
             if name != names[0]:
-                line += f" (+{median(name, 1) - median(names[0], 1):.2f})"
+                line += f" ({median(name, 1) - median(names[0], 1):+.2f})"
         print(line)
 
 
@@ -185,7 +188,7 @@ async def ssh(repeat: int, tmp: Path) -> None:
         await runner.learn_host(timeout=30)
         cases = {
             "SSHRunner.run, no lock": _run(runner, None),
-            "SSHRunner.run, locked (perl)": _run(runner, Lock()),
+            "SSHRunner.run, locked (lock server)": _run(runner, Lock()),
             "SSHRunner.run, locked, `hostname;`": _run(runner, Lock(), "hostname;"),
             "SSHRunner.run, locked, `hostname`": _run(runner, Lock(), "hostname"),
         }
@@ -202,7 +205,7 @@ async def ssh(repeat: int, tmp: Path) -> None:
 async def host_side(
     runner: SSHRunner, server: Sshd, home: Path, repeat: int, cgroup: HostsCPU
 ) -> None:
-    """The host's CPU per session of each kind, from the sshd's cgroup: blocks of sessions,
+    """The host's CPU per command of each kind, from the sshd's cgroup: blocks of them,
     each block timed whole (a session's last exit comes after its result), interleaved."""
     import asyncssh
 
@@ -233,8 +236,8 @@ async def host_side(
     cases: dict[str, Callable[[], Awaitable[object]]] = {
         "`hostname` as sshd runs it (bare asyncssh)": floor,
         "`hostname` in kosmos's wrapper, no lock": _run(runner, None, "hostname"),
-        "`hostname` inside the lock (perl prelude)": _run(runner, Lock(), "hostname"),
-        "learning the host: OS, lock, knowledge": learn,
+        "`hostname` inside the lock (lock server)": _run(runner, Lock(), "hostname"),
+        "learning the host: OS, lock, knowledge; serves": learn,
     }
     block = max(10, repeat // 5)
     per: dict[str, list[float]] = {name: [] for name in cases}
@@ -248,10 +251,10 @@ async def host_side(
                 per[name].append(((cgroup.seconds() or 0.0) - before) / block)
     finally:
         bare.close()
-    print(f"the host's CPU per session (sshd and all it starts), median of 5 blocks of {block}")
+    print(f"the host's CPU per command (sshd and all it starts), median of 5 blocks of {block}")
     medians = [(name, statistics.median(values) * 1000) for name, values in per.items()]
     for i, (name, ms) in enumerate(medians):
-        extra = f" (+{ms - medians[0][1]:.2f})" if i else ""
+        extra = f" ({ms - medians[0][1]:+.2f})" if i else ""
         print(f"  {name:46} {ms:6.2f} ms{extra}")
 
 
