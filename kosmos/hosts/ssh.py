@@ -193,8 +193,7 @@ class SSHRunner(RemoteReads, RemoteUploads):
             await link.close()
 
     async def _not_started(self, link: Link, timeout: float) -> CommandNotStarted:
-        """The server took a session and did not start its command: `link` is closed (a
-        half-open channel cannot be), and the error says so."""
+        """The server took a session and never started its command: `link` is closed."""
         await self._drop(link, f"the server did not start a command within {timeout:g} s")
         return CommandNotStarted(
             f"{self.name}: the server did not start the command within {timeout:g} s; "
@@ -254,12 +253,6 @@ class SSHRunner(RemoteReads, RemoteUploads):
             watched=bool(watch),
         )
 
-    async def learn_host(self, *, timeout: float) -> None:
-        """Learn the host's OS and what the kernel lock can be there, in one round trip: in
-        the session that then serves the locked commands, where the prelude is perl's."""
-        with contextlib.suppress(TimeoutError):
-            await self._learn(ask_os=self.os is None, timeout=timeout)
-
     async def _learn(self, *, ask_os: bool, timeout: float) -> None:
         await self.serving.learn(self, ask_os=ask_os, timeout=timeout)
 
@@ -269,8 +262,8 @@ class SSHRunner(RemoteReads, RemoteUploads):
         served = await self.serving.own(self, command, timeout=timeout, limit=limit, paths=paths)
         if served is not None:
             return served
-        buffer = OutputBuffer(head=limit, tail=0)
-        return await self._exec(command, timeout=timeout, buffer=buffer, limit=limit, own=True)
+        head = OutputBuffer(head=limit, tail=0)
+        return await self._exec(command, timeout=timeout, buffer=head, limit=limit, own=True)
 
     async def _exec(
         self,

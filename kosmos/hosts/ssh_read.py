@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Sequence
 
@@ -65,6 +66,11 @@ class RemoteReads:
         own: bool = False,
     ) -> CommandResult:
         raise NotImplementedError  # SSHRunner's
+
+    async def learn_host(self, *, timeout: float) -> None:
+        """Learn the host's OS and lock in one round trip, in the session that then serves."""
+        with contextlib.suppress(TimeoutError):
+            await self._learn(ask_os=self.os is None, timeout=timeout)
 
     async def _learn(self, *, ask_os: bool, timeout: float) -> None:
         """Learn the host's shell, OS and lock in the session that then serves its locked

@@ -88,7 +88,7 @@ class Served:
 
     def feed(self, data: bytes) -> None:
         self.buffer.feed(data)
-        if self.full is not None and self.limit is not None and self.buffer.total > self.limit:
+        if self.full is not None and self.buffer.total > (self.limit or 0):
             self.full.set()
         if self.on_output is not None and self.decoder is not None:
             text = self.decoder.decode(data)
