@@ -554,6 +554,20 @@ def test_a_kernel_that_refuses_landlock_is_named(errno: int, why: str) -> None:
     assert status is not None and status.describe() == why, out
 
 
+def _probe_in(shell: str, script: str, *, mounts: str, path: str | None = None) -> list[str]:
+    """The probe's lines, run in a mount namespace of its own where `mounts` (shell commands)
+    have changed what /proc says of the kernel; skipped where that needs what is not here."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare to change what /proc says of the kernel")
+    env = {**os.environ, "PATH": path or os.environ.get("PATH", os.defpath)}
+    out = subprocess.run(
+        ["unshare", "-m", shell, "-c", f"{mounts} || exit 99; {script}"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert out.returncode != 99, out.stderr
+    return out.stdout.splitlines()
+
+
 @pytest.mark.parametrize("shell", ["dash", "bash"])
 @pytest.mark.parametrize(
     ("says", "os_line", "lock_line"),
@@ -563,24 +577,42 @@ def test_a_kernel_that_refuses_landlock_is_named(errno: int, why: str) -> None:
         (None, "os Linux", "lock arch="),  # this machine's own uname
     ],
 )
-def test_the_probe_names_the_kernel_from_its_own_uname(
+def test_without_the_kernels_files_the_probe_asks_uname(
     tmp_path: Path, shell: str, says: str | None, os_line: str, lock_line: str
 ) -> None:
-    path = os.environ.get("PATH", os.defpath)
+    """A kernel older than 6.1 has no /proc/sys/kernel/arch, a BSD no /proc/sys: uname says."""
+    path = None
     if says is not None:
         fake = tmp_path / "bin"
         fake.mkdir()
         (fake / "uname").write_text(f"#!/bin/sh\n[ -n '{says}' ] && echo '{says}'\n")
         (fake / "uname").chmod(0o755)
-        path = f"{fake}:{path}"
+        path = f"{fake}:{os.environ.get('PATH', os.defpath)}"
     script = HostLock().probe_script(os_line=True)
-    out = subprocess.run(
-        [shell, "-c", script], capture_output=True, text=True, env={**os.environ, "PATH": path}
-    ).stdout.splitlines()
+    out = _probe_in(shell, script, mounts="mount -t tmpfs none /proc/sys/kernel", path=path)
     assert out[0] == os_line and out[1].startswith(lock_line), out
     # Without os_line, the lock's line is the first.
     alone = subprocess.run([shell, "-c", HostLock().probe_script()], capture_output=True, text=True)
     assert alone.stdout.startswith("lock arch=")
+
+
+@pytest.mark.parametrize("shell", ["dash", "bash"])
+def test_the_probe_reads_the_kernels_name_and_arch_from_proc(tmp_path: Path, shell: str) -> None:
+    """Where /proc names them, no uname runs: one that would say Darwin is not asked, and the
+    arch the kernel names is the one the lock is built for (or refused)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "uname").write_text("#!/bin/sh\necho Darwin arm64\n")
+    (fake / "uname").chmod(0o755)
+    path = f"{fake}:{os.environ.get('PATH', os.defpath)}"
+    script = HostLock().probe_script(os_line=True)
+    out = _probe_in(shell, script, mounts="true", path=path)
+    assert out[0] == "os Linux" and out[1].startswith("lock arch="), out
+    arch = tmp_path / "arch"
+    arch.write_text("riscv64\n")
+    out = _probe_in(shell, script, mounts=f"mount --bind {arch} /proc/sys/kernel/arch", path=path)
+    assert out == ["os Linux", "lock uname=Linux riscv64"], out
+    assert HostLock().learn(out[1]) == parse_probe("uname=Linux riscv64")
 
 
 def test_probe_lines_name_what_is_missing() -> None:
