@@ -274,7 +274,7 @@ class Connector:
         files = identity_files(config, self.ssh_dir, self.home)
         certs = certificates(config, self.home)
         held = await agent_key_blobs(self._agent(config))
-        if config.get("IdentitiesOnly"):
+        if held and config.get("IdentitiesOnly"):
             # Only the configured identities are offered, from the agent too.
             wanted = identity_blobs(files, certs)
             held = [blob for blob in held if blob in wanted]
