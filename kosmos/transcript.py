@@ -189,9 +189,13 @@ class Transcript:
 def open_append(path: Path, what: str) -> int:
     """Open `path` to append to, making its folder; a path that cannot hold a file is a
     UsageError naming why, a full disk a RecordError."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            return os.open(path, flags, 0o600)
+        except FileNotFoundError:  # its folder is not there yet (a fleet's is, after the first)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, flags, 0o600)
     except OSError as e:
         raise unwritable(path, e, what) from None
 
