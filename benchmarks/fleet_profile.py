@@ -8,6 +8,7 @@ encode) goes to the package of the Python function that called it. Prints CPU se
 package for each contender, and kosmos's own costliest functions.
 
     sudo python benchmarks/fleet_profile.py [--hosts 50] [--policy read-only] [--top 25]
+        [--keep DIR]   (keeps each contender's profile there, for `python -m pstats`)
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=50)
     parser.add_argument("--policy", default="read-only")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--keep", type=Path, help="a folder to keep the profiles in")
     args = parser.parse_args()
     py, n = sys.executable, args.hosts
     tmp = Path(tempfile.mkdtemp(prefix="kosmos-profile-"))
@@ -151,6 +153,9 @@ def main() -> None:
                 env=env, cwd=tmp, check=True, stdout=subprocess.DEVNULL,
             )  # fmt: skip
             sums[name], totals[name] = by_package(out)
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                shutil.copy(out, args.keep / out.name)
         kosmos_top = top_kosmos(tmp / "kosmos.prof", args.top)
     finally:
         llm.terminate()
