@@ -151,6 +151,31 @@ async def test_what_a_command_leaves_running_is_ended(runner: SSHRunner, remote:
     assert await _gone(remote, marker) == []
 
 
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "(setsid {marker} &)",  # a session of its own, holding the output
+        "setsid -f {marker} >/dev/null 2>&1",
+        "bash -c 'set -m; {marker} >/dev/null 2>&1 & disown'",  # job control: a group of its own
+        "perl -e 'fork and exit; setpgrp(0, 0); fork and exit; exec q({marker})'",
+        "setsid sh -c 'setsid {marker} & {marker}' >/dev/null 2>&1 &",  # a stray's own stray
+    ],
+)
+async def test_what_leaves_the_commands_group_is_ended_with_it(
+    runner: SSHRunner, remote: Sshd, escape: str
+) -> None:
+    """A daemon escapes the signals to its command's group: the server is the subreaper of
+    what it starts, so it ends what its commands left once their own process has ended, and
+    the command ends then (not at its timeout, when it holds the output)."""
+    marker = "sleep 1036"
+    started = time.monotonic()
+    result = await runner.run(escape.format(marker=marker), timeout=30, lock=Lock())
+    assert result.exit_code == 0 and not result.timed_out, result.output.text()
+    assert time.monotonic() - started < 10
+    assert await _gone(remote, marker) == []
+    assert (await runner.run("echo on", timeout=20, lock=Lock())).output.text() == "on\n"
+
+
 async def test_a_server_that_dies_is_started_again(runner: SSHRunner, remote: Sshd) -> None:
     first = await _parent(runner)
     marker = "sleep 1033"

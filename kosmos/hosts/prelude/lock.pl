@@ -266,7 +266,8 @@ sub main {
 # and its output closed, what is left of its group gets TERM, then KILL. At end-of-file on
 # stdin (kosmos closed the session, or is gone: killed, the connection cut) every command
 # still here is ended so, and this exits. It ignores the signals a group kill would send it.
-my (%jobs, $eof);
+# What leaves its command's group (a daemon) is ended too: see `strays` below.
+my (%jobs, $eof, $subreaper);
 
 sub put {    # to kosmos; a write that fails means kosmos is gone
     my ($text) = @_;
@@ -292,6 +293,10 @@ sub stop {
 
 sub start {
     my ($id, $payload) = @_;
+    if (!defined $subreaper) {    # before the first command: the spec names prctl's number
+        my ($prctl) = $payload =~ /\A(?:[^\0]* )?prctl=(\d+)/;
+        $subreaper = $prctl && syscall(0 + $prctl, 36, 1, 0, 0, 0) == 0;    # PR_SET_CHILD_SUBREAPER
+    }
     my ($out, $in);
     my $pid = pipe($out, $in) ? fork() : undef;
     if (!defined $pid) {
@@ -326,6 +331,37 @@ sub ended {
     return $fields[0] eq 'Z' ? 0 + $fields[49] : undef;
 }
 
+# A command's process that leaves its group (setsid, setpgid: a daemon) escapes the signals to
+# the group. This server is the subreaper of all it starts (PR_SET_CHILD_SUBREAPER), so such a
+# stray becomes its child once its parent is gone: once a command's own process has ended, each
+# stray is ended at once, with its group, and reaped. What is still in the group of a command
+# not yet ended is left to that command's end.
+sub proc_stat {    # the state, parent and group of PID; () once it is gone
+    open(my $stat, '<', "/proc/$_[0]/stat") or return ();
+    my $line = <$stat> // return ();
+    $line =~ s/^.*\) //s;
+    return (split ' ', $line)[0, 1, 2];
+}
+
+sub strays {    # ends the strays among this server's children; true when there was one
+    my %running = map { $_ => 1 } @_;    # the groups of the commands not yet ended
+    my @children;
+    if (open(my $list, '<', "/proc/$$/task/$$/children")) {
+        @children = split ' ', (<$list> // '');
+    } elsif (opendir(my $proc, '/proc')) {
+        @children = grep { /^\d+$/ && ((proc_stat($_))[1] // 0) == $$ } readdir($proc);
+    }
+    my $found;
+    for my $pid (grep { !$running{$_} } @children) {
+        my ($state, undef, $group) = proc_stat($pid) or next;
+        next if $running{$group} && $state ne 'Z';
+        kill 'KILL', -$pid, $pid if $state ne 'Z';
+        waitpid($pid, 0);
+        $found = 1;
+    }
+    return $found;
+}
+
 sub serve {
     my (undef, $probing) = @_;
     $SIG{$_} = 'IGNORE' for qw(PIPE TERM INT HUP QUIT);
@@ -337,9 +373,14 @@ sub serve {
         put("\n") unless defined $pid && waitpid($pid, 0) > 0 && $? == 0;
     }
     put("kosmos-serve 1\n");
+    my $sweep = sub {
+        my $rounds = 0;    # a stray ended leaves its children to this server: they are next
+        1 while $subreaper && strays(map($_->{pid}, values %jobs), map($_->[0], @left))
+          && ++$rounds < 20;
+    };
     while (!$eof || %jobs || @left) {
         my $now = time;
-        my $poll;
+        my ($poll, $ended);
         for my $id (keys %jobs) {
             my $job = $jobs{$id};
             if ($job->{kill} && $now >= $job->{kill}) {
@@ -349,24 +390,31 @@ sub serve {
             # What still holds the output open after the KILL is outside the group: the output
             # is not read on.
             $job->{out} = undef if $job->{drop} && $now >= $job->{drop};
-            next if $job->{out};
+            if ($job->{out}) {    # once a second, whether a stray holds it after the command
+                next if $now < ($job->{look} // $now);
+                $job->{look} = $now + 1;
+                $ended = 1 if defined ended($job->{pid});
+                next;
+            }
             my $status = ended($job->{pid});
             if (!defined $status) { $poll = 1; next }
             put("x $id " . (($status >> 8) & 255) . ' ' . ($status & 127) . "\n");
             kill 'TERM', -$job->{pid};
             push @left, [$job->{pid}, $now + 2];
             delete $jobs{$id};
+            $ended = 1;
         }
         @left = grep {
             my ($pid, $at) = @$_;
             # At kosmos's end, what the TERM at their end left gets no more time.
-            ($now < $at && !$eof) or do { kill 'KILL', -$pid; waitpid($pid, 0); 0 };
+            ($now < $at && !$eof) or do { kill 'KILL', -$pid; waitpid($pid, 0); $ended = 1; 0 };
         } @left;
+        $sweep->() if $ended;
         last if $eof && !%jobs && !@left;
         my $rin = '';
         vec($rin, 0, 1) = 1 unless $eof;
         vec($rin, fileno($_->{out}), 1) = 1 for grep { $_->{out} } values %jobs;
-        my $timed = @left || grep { $_->{kill} || $_->{drop} } values %jobs;
+        my $timed = @left || %jobs;
         my $wait = $poll ? 0.005 : $timed ? 0.25 : undef;
         my $rout = $rin;
         next if select($rout, undef, undef, $wait) <= 0;
@@ -395,6 +443,7 @@ sub serve {
             }
         }
     }
+    $sweep->();
     exit 0;
 }
 
