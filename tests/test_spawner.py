@@ -79,6 +79,40 @@ async def test_a_locked_command_runs_inside_the_lock_and_its_group_ends_with_it(
     await runner.close()
 
 
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "(setsid {marker} &)",  # a session of its own, holding the output
+        "setsid -f {marker} >/dev/null 2>&1",
+        "bash -c 'set -m; {marker} >/dev/null 2>&1 & disown'",  # job control: a group of its own
+        "perl -e 'fork and exit; setpgrp(0, 0); fork and exit; exec q({marker})'",
+        "setsid sh -c 'setsid {marker} & {marker}' >/dev/null 2>&1 &",  # a stray's own stray
+    ],
+)
+async def test_what_leaves_a_locked_commands_group_is_ended_with_it(
+    tmp_path: Path, escape: str
+) -> None:
+    """A daemon escapes the signals to its command's group: the spawner is the subreaper of
+    what it starts and ends what a locked command left, once the command's process has ended
+    (the command is not held to its timeout when the daemon holds the output). An approved
+    command's daemon runs on, as it always has."""
+    runner = await _locked_runner(tmp_path)
+    marker = f"sleep 310{uuid.uuid4().int % 1000}"
+    started = time.monotonic()
+    result = await runner.run(escape.format(marker=marker), timeout=30, lock=Lock())
+    assert result.locked and result.exit_code == 0 and not result.timed_out
+    assert time.monotonic() - started < 10
+    assert gone_within(marker, 5) == []
+    approved = await runner.run(f"setsid -f {marker} >/dev/null 2>&1", timeout=30)
+    assert not approved.locked and approved.exit_code == 0
+    try:
+        await asyncio.sleep(1.5)  # a look for strays came and went
+        assert len(alive(marker)) == 1
+    finally:
+        subprocess.run(["pkill", "-f", f"^{marker}$"])
+        await runner.close()
+
+
 async def test_a_lock_the_spawner_cannot_set_runs_nothing(tmp_path: Path) -> None:
     arch = ARCH_NAMES[os.uname().machine]
     kit = HostLock(status=LockStatus(abi=7, seccomp=True, interpreter="perl", arch=arch))

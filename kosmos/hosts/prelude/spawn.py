@@ -23,7 +23,8 @@ Nothing left behind: a command's process is this spawner's child, and it is reap
 its group's last signal, so its group's number cannot be another's when that signal is sent.
 When kosmos goes (ended, killed, out of memory) its end of the socket closes: every group still
 known gets TERM, a second to end, then KILL, and the spawner exits. It ignores the signals a
-terminal or a group kill would send it: it ends only when kosmos has.
+terminal or a group kill would send it: it ends only when kosmos has. What a locked command
+leaves outside its group (a daemon) is ended too: see `Spawner.strays`.
 """
 
 # Only modules built into the interpreter at start; ctypes and the lock's steps load once it
@@ -189,6 +190,7 @@ class Spawner:
         self.ended = set()
         # Each lock SPEC, made ready at its first command.
         self.locks = {}
+        self.subreaper = False
 
     def send(self, **message):
         try:  # noqa: SIM105 (contextlib is not loaded: the spawner starts on builtins)
@@ -199,7 +201,11 @@ class Spawner:
     def serve(self):
         control = self.sock.fileno()
         while True:
-            for fd, _ in self.poll.poll():
+            # While commands run, a look each second for strays their processes left.
+            events = self.poll.poll(1000 if self.subreaper and self.children else None)
+            if not events:
+                self.strays()
+            for fd, _ in events:
                 if fd == control:
                     if not self.message():
                         self.finish()
@@ -245,6 +251,8 @@ class Spawner:
             if spec not in self.locks:
                 self.locks[spec] = Locked(spec)
             locked = self.locks[spec]
+            if not self.subreaper:  # PR_SET_CHILD_SUBREAPER: see strays()
+                self.subreaper = locked.call(locked.prctl, 36, 1, 0, 0, 0) == 0
         try:
             pid = os.fork()
         except OSError as e:
@@ -281,6 +289,7 @@ class Spawner:
         self.send(op="exited", pid=pid, code=code_of(info) if info is not None else 255)
         if pid in self.ended:
             self.reap(pid)
+        self.strays()
 
     def signal(self, pid, sig):
         # Only a group whose leader is not reaped: its number is still its own.
@@ -298,6 +307,36 @@ class Spawner:
         self.ended.add(pid)
         if self.children[pid] is None:
             self.reap(pid)
+        self.strays()
+
+    def strays(self):
+        """End what a locked command left outside its group (setsid, `set -m`, a double fork),
+        which the signals to the group miss. The spawner is the subreaper of what it starts, so
+        such a process becomes its child once its parent has gone; one under the lock's
+        no_new_privs and seccomp filter came from a locked command and is ended at once, with
+        its group. Another (an approved command's daemon) runs on as ever: only its end is
+        reaped. What is in the group of a command kosmos is not done with is left to its end."""
+        for _ in range(20):  # an ended stray's children are the spawner's next
+            found = False
+            for pid in children() if self.subreaper else ():
+                if pid in self.children:
+                    continue
+                state, group, locked = process(pid)
+                if state is None or (state != "Z" and (group in self.children or not locked)):
+                    continue
+                if state != "Z":
+                    for kill in (os.killpg, os.kill):
+                        try:  # noqa: SIM105
+                            kill(pid, SIGKILL)
+                        except OSError:
+                            pass
+                try:  # noqa: SIM105
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+                found = True
+            if not found:
+                return
 
     def reap(self, pid):
         self.ended.discard(pid)
@@ -317,6 +356,7 @@ class Spawner:
         for pid in list(self.children):
             self.signal(pid, SIGKILL)
             self.reap(pid)
+        self.strays()
 
     def running(self):
         for pid in self.children:
@@ -325,6 +365,39 @@ class Spawner:
                     yield pid
             except ChildProcessError:
                 pass
+
+
+def children():
+    """This process's children (the kernel lists them where it can; else /proc says)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as listed:
+            return [int(pid) for pid in listed.read().split()]
+    except OSError:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        return [pid for pid in pids if parent(pid) == me]
+
+
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process(pid):
+    """The state and group of `pid`, and whether it is under a lock (no_new_privs and a
+    seccomp filter); (None, None, False) once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/status") as status:
+            text = status.read()
+    except (OSError, IndexError):
+        return None, None, False
+    locked = "\nNoNewPrivs:\t1\n" in text and "\nSeccomp:\t2\n" in text
+    return fields[0], int(fields[2]), locked
 
 
 def main():
