@@ -414,8 +414,9 @@ sub serve {
         my $rin = '';
         vec($rin, 0, 1) = 1 unless $eof;
         vec($rin, fileno($_->{out}), 1) = 1 for grep { $_->{out} } values %jobs;
-        my $timed = @left || %jobs;
-        my $wait = $poll ? 0.005 : $timed ? 0.25 : undef;
+        my $timed = @left || grep { $_->{kill} || $_->{drop} } values %jobs;
+        # A running command: woken once a second at least, for the look at its strays.
+        my $wait = $poll ? 0.005 : $timed ? 0.25 : %jobs ? 1 : undef;
         my $rout = $rin;
         next if select($rout, undef, undef, $wait) <= 0;
         for my $id (keys %jobs) {
