@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import asyncssh
+from kosmos.hosts.sshlib import asyncssh
+
 import pytest
 
 from tests.llmserver import ScriptedLLM

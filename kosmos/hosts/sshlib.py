@@ -14,6 +14,13 @@ alone. Anywhere else Python's own lookup runs, as it always did.
 
 Every kosmos module that imports asyncssh imports this module first (ruff's isort puts it in a
 section of its own, before the third-party imports).
+
+It is also where cryptography's deprecation notices about what asyncssh touches are kept from
+the operator's terminal: cryptography 51 deprecates DSA, and asyncssh names DSA's types when it
+is imported (and when it meets a DSA key), which printed some twenty lines of
+`CryptographyDeprecationWarning` before every command that talks SSH. They are news for
+asyncssh's maintainers, not for an operator. Only that category, and only when raised from
+asyncssh's or cryptography's own modules, is ignored; every other warning is shown as before.
 """
 
 from __future__ import annotations
@@ -22,7 +29,10 @@ import contextlib
 import ctypes.util
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
+
+from cryptography.utils import CryptographyDeprecationWarning
 
 LD_CACHE = "/etc/ld.so.cache"
 
@@ -53,6 +63,17 @@ def cache_only() -> Iterator[None]:
         ctypes.util.find_library = whole
 
 
+# The modules a deprecation notice is told from: the ones asyncssh and cryptography are made of.
+UPSTREAM = r"(asyncssh|cryptography)(\.|$)"
+
+
+def quiet_upstream_deprecations() -> None:
+    """Ignore cryptography's deprecation notices raised from asyncssh's or cryptography's own
+    modules, for the rest of the process (see above); nothing else."""
+    warnings.filterwarnings("ignore", category=CryptographyDeprecationWarning, module=UPSTREAM)
+
+
+quiet_upstream_deprecations()
 with cache_only():
     import asyncssh
 
