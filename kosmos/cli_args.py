@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-from kosmos import __version__
-
 
 class Parser(argparse.ArgumentParser):
     """argparse, except that a closed stdout is not swallowed: `kosmos --help | head -1`
@@ -116,13 +114,28 @@ def _fleet_pace_flags(g: argparse.ArgumentParser | argparse._ArgumentGroup, *, w
     )
 
 
+class _Version(argparse.Action):
+    """--version: the versions a bug report needs, read only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object, **__: object) -> None:
+        from kosmos.about import version_text
+
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="kosmos",
         description="Run AI skills against servers: an LLM works through a SKILL.md step by step; "
         "kosmos runs the commands it proposes, with your approval.",
     )
-    parser.add_argument("--version", action="version", version=f"kosmos {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="show kosmos's version, the Python's and the key libraries', and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a skill on a host", description="Run a skill on a host.")

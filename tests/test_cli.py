@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -412,6 +413,18 @@ def test_skills_flags_have_help(cli_env: dict, project: Path) -> None:
 def test_python_dash_m_and_version(cli_env: dict, project: Path) -> None:
     proc = run_cli(["--version"], env=cli_env, cwd=project)
     assert proc.returncode == 0 and proc.stdout.startswith("kosmos ")
+
+
+def test_version_names_the_python_and_the_key_libraries(cli_env: dict, project: Path) -> None:
+    from importlib import metadata
+
+    proc = run_cli(["--version"], env=cli_env, cwd=project)
+    assert proc.returncode == 0 and proc.stderr == ""
+    first, python, libraries = proc.stdout.splitlines()
+    assert python.startswith(f"CPython {platform.python_version()} on ")
+    assert sys.executable in python
+    for name in ("asyncssh", "cryptography", "httpx", "mcp", "pydantic", "textual"):
+        assert f"{name} {metadata.version(name)}" in libraries.split(", ")
 
 
 @pytest.mark.slow

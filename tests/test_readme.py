@@ -46,7 +46,7 @@ def test_the_readme_commands_work_as_written_with_the_system_python(tmp_path: Pa
         pytest.skip("python3-venv is not installed (the README says to install it)")
     install, test = readme_commands()
     assert install.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
-    assert test.startswith(". .venv/bin/activate && ")
+    assert test.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
     clone = tmp_path / "kosmos"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     home = tmp_path / "home"
@@ -79,3 +79,32 @@ def test_the_readme_commands_work_as_written_with_the_system_python(tmp_path: Pa
     )
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     assert re.search(r"\b1 passed\b", second.stdout), second.stdout[-2000:]
+
+
+def test_ci_runs_the_readmes_test_command_word_for_word() -> None:
+    _, test = readme_commands()
+    ci = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert test in ci.splitlines()
+    # ...from the lock, each file checked against its hash.
+    assert "--require-hashes -r .ci/requirements.lock" in test
+
+
+def test_the_lock_pins_every_dependency_within_pyprojects_bounds_with_hashes() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    lock = (ROOT / ".ci/requirements.lock").read_text(encoding="utf-8")
+    pinned = {
+        name.lower().replace("_", "-"): version
+        for name, version in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", lock, re.M)
+    }
+    for line in project["dependencies"] + project["optional-dependencies"]["test"]:
+        requirement = Requirement(line)
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pinned, f"{name} is not in .ci/requirements.lock: run bash .ci/lock"
+        assert requirement.specifier.contains(pinned[name]), f"{name}: run bash .ci/lock"
+    entries = [e for e in re.split(r"\n(?=[A-Za-z0-9])", lock) if "==" in e]
+    assert len(entries) == len(pinned)
+    assert all("--hash=sha256:" in entry for entry in entries)

@@ -149,3 +149,66 @@ def test_the_config_is_split_by_asyncssh_s_own_rules() -> None:
     for parser in (ClientConfig, HostConfig):
         assert set(CONDITIONALS) == set(parser._conditionals)
         assert set(NO_SPLIT) == set(parser._no_split)
+
+
+def test_a_failing_cache_lookup_falls_back_to_pythons_whole_lookup(tmp_path: Path) -> None:
+    # As under a Python whose private helper changed: kosmos's first call of it fails. asyncssh
+    # still imports and offers what it offers plainly, and that lookup ran Python's whole way.
+    changed = (
+        "import ctypes.util\n"
+        "own = ctypes.util._findSoname_ldconfig\n"
+        "calls = []\n"
+        "def _findSoname_ldconfig(name):\n"
+        "    calls.append(name)\n"
+        "    if len(calls) == 1:\n"
+        "        raise TypeError('changed')\n"
+        "    return own(name)\n"
+        "ctypes.util._findSoname_ldconfig = _findSoname_ldconfig\n"
+        "import kosmos.hosts.sshlib\n"
+        "assert len(calls) > 1 and calls[0] == calls[1], calls\n"
+    )
+    plain, _ = fresh(OFFERED, tmp_path)
+    ours, ran = fresh(changed + OFFERED, tmp_path)
+    assert json.loads(ours) == json.loads(plain)
+    assert "gcc" in ran
+
+
+def test_cryptographys_deprecations_of_asyncssh_are_not_shown_but_others_are(
+    tmp_path: Path,
+) -> None:
+    # `-W default` shows every warning once; kosmos's import of asyncssh shows none of
+    # cryptography's notices about asyncssh, while the same category raised anywhere else is
+    # still shown, and so is any other warning.
+    code = (
+        "import warnings\n"
+        "import kosmos.hosts.ssh\n"
+        "from cryptography.utils import CryptographyDeprecationWarning as C\n"
+        "warnings.warn('raised by the operator', C)\n"
+        "warnings.warn('another', UserWarning)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown = [line for line in done.stderr.splitlines() if "Warning:" in line]
+    assert shown == [
+        "<string>:4: CryptographyDeprecationWarning: raised by the operator",
+        "<string>:5: UserWarning: another",
+    ]
+    # Without kosmos's filter, the same import shows cryptography's notices (when the installed
+    # cryptography has any to give): the filter is what keeps them away.
+    plain = subprocess.run(
+        [sys.executable, "-W", "default", "-c", "import asyncssh"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    from importlib import metadata
+
+    if int(metadata.version("cryptography").split(".")[0]) >= 51:
+        assert "CryptographyDeprecationWarning" in plain.stderr

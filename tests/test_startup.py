@@ -147,6 +147,49 @@ def test_a_run_neither_looks_for_nor_loads_pydantic_plugins(
     assert not marker.exists()
 
 
+def test_a_pydantic_that_asks_its_plugin_loader_for_more_gets_the_real_one(
+    cli_env: dict, tmp_path: Path
+) -> None:
+    # kosmos stands in for pydantic's private plugin loader; a pydantic that imported any other
+    # name from it (a changed upstream) gets the real loader's, and models still validate.
+    code = (
+        "import kosmos, sys, pydantic\n"
+        "from pydantic.plugin._loader import _plugins, get_plugins\n"
+        "class M(pydantic.BaseModel):\n    x: int\n"
+        "print(M(x=1).x, _plugins, sys.modules['pydantic.plugin._loader'].__doc__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    # `_plugins` exists only in pydantic's own loader (None before any model asked it), and the
+    # real module has taken the stand-in's place.
+    assert done.stdout.split() == ["1", "None", "None"]
+
+
+def test_an_httpx_that_needs_more_of_its_cli_module_gets_the_real_one(
+    cli_env: dict, tmp_path: Path
+) -> None:
+    # A changed httpx that imports its command-line module without a fallback, and a name
+    # kosmos's stand-in does not offer: httpx still imports, with the real module's names.
+    package = tmp_path / "site/httpx"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from ._main import main, VERSION\n")
+    (package / "_main.py").write_text("VERSION = 'real'\ndef main():\n    return 'ran'\n")
+    code = (
+        "import kosmos, sys\n"
+        "assert type(sys.modules['httpx._main']).__name__ == 'module'\n"
+        "import httpx\n"
+        "print(httpx.VERSION, httpx.main(), sys.modules['httpx._main'].__file__.endswith('_main.py'))\n"
+    )
+    env = {**cli_env, "PYTHONPATH": f"{tmp_path / 'site'}:{cli_env['PYTHONPATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["real", "ran", "True"]
+
+
 def test_the_json_protocol_and_the_dialogue_load_where_they_are_used(
     llm: ScriptedLLM, cli_env: dict, tmp_path: Path
 ) -> None:
