@@ -296,3 +296,16 @@ def test_a_jump_host_follows_its_own_rules(
     # The target keeps its strict default: with its key unknown, both refuse.
     (ssh_dir / "known_hosts").write_text("")
     assert agree(kosmos(llm, env, tmp_path), openssh(home)) is False
+
+
+# -- IdentityFile -------------------------------------------------------------------------------
+
+
+def test_a_missing_identity_file_beside_a_present_one_is_skipped_as_ssh_skips_it(
+    llm: ScriptedLLM, env: dict, remote: Sshd, home: Path, tmp_path: Path
+) -> None:
+    # The dotfiles pattern: `Host *` names id_rsa (absent) and id_ed25519 (present).
+    everyone = "Host *\n  IdentityFile ~/.ssh/id_rsa\n  IdentityFile ~/.ssh/id_ed25519\n"
+    client_home(home, remote, known=remote.known_hosts_line(), more=everyone)
+    assert not (home / ".ssh/id_rsa").exists()
+    assert agree(kosmos(llm, env, tmp_path), openssh(home)) is True

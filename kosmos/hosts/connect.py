@@ -32,6 +32,7 @@ from kosmos.hosts.identities import (
     certificates,
     identity_blobs,
     identity_files,
+    present_identities,
 )
 from kosmos.hosts.keywords import HostConfig, int_option, words_option
 from kosmos.hosts.passphrases import Passphrases
@@ -370,7 +371,7 @@ class Connector:
                     encryption_algs=() if config.get("Ciphers") else CIPHERS,
                     agent_path=self._agent(config),
                     client_factory=lambda client=client: client,
-                    client_keys=keys if keys is not None else (),
+                    client_keys=keys if keys is not None else present_identities(config, self.home),
                     connect_timeout=None,
                     keepalive_interval=self.keepalive_interval,
                     keepalive_count_max=self.keepalive_count_max,

@@ -46,6 +46,17 @@ def identity_files(config: SSHClientConfig, ssh_dir: Path, home: Path) -> list[P
     return [f for f in files if f.is_file()]
 
 
+def present_identities(config: SSHClientConfig, home: Path) -> list[str] | tuple[()]:
+    """What to give asyncssh as `client_keys` when kosmos leaves the keys to it: () to have it
+    read IdentityFile itself, or, where some of the keys IdentityFile names are missing, the
+    ones that exist. ssh skips a missing IdentityFile (a dotfiles `Host *` naming id_rsa and
+    id_ed25519 where only one exists); asyncssh would fail the connection on it."""
+    configured = [expand_home(f, home) for f in words_option(config, "IdentityFile")]
+    if all(f.is_file() for f in configured):
+        return ()
+    return [str(f) for f in configured if f.is_file()]
+
+
 def certificates(config: SSHClientConfig, home: Path) -> list[asyncssh.SSHCertificate]:
     """CertificateFile's certificates that can be read (ssh skips the others too)."""
     found: list[asyncssh.SSHCertificate] = []
