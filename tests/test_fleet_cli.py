@@ -94,7 +94,8 @@ def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
         ["web2", "done", "3"],
         ["web3", "done", "3"],
     ]
-    assert "3 of 3 hosts done" in summary[4]
+    assert summary[4:6] == ["fleet report:", "  3 hosts (web1, web2, web3): done: fine"]
+    assert "3 of 3 hosts done" in summary[6]
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
         "fleet.json",
         "web1.jsonl",
