@@ -26,6 +26,7 @@ from kosmos.errors import (
     UsageError,
 )
 from kosmos.events import (
+    CommandDecision,
     CommandFinished,
     CommandStarted,
     Directive,
@@ -95,8 +96,12 @@ class HostRun:
     replay: Replay | None = None
     session: Session | None = None
     canary: bool = False
-    # The kernel lock as the host's run found it (RunStarted.lock).
+    # The kernel lock as the host's run found it (RunStarted.lock), its policy, and how many
+    # commands ran there unasked outside the lock.
     lock: str | None = None
+    policy: str | None = None
+    unlocked: int = 0
+    pending_unasked: bool = False
 
     @property
     def name(self) -> str:
@@ -370,8 +375,12 @@ class Fleet:
                 run.last_command = event.command
             case CommandFinished():
                 run.last_exit = event.exit_code
+                if run.pending_unasked and not event.locked:
+                    run.unlocked += 1
             case RunStarted():
-                run.lock = event.lock
+                run.lock, run.policy = event.lock, event.policy
+            case CommandDecision():
+                run.pending_unasked = not event.asked and event.decision in ("run", "edit")
             case RunFinished():
                 run.result = event
                 run.state = event.status
@@ -422,6 +431,8 @@ class Fleet:
                     transcript=r.transcript if r else None,
                     report_from=run.report_from,
                     lock=run.lock,
+                    policy=run.policy,
+                    unlocked_commands=run.unlocked,
                 )
             )
         end = self._finished or time.monotonic()

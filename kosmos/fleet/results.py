@@ -53,8 +53,11 @@ class HostSummary(Struct, frozen=True, kw_only=True):
     # What `message` (the host's report) was made from: `own` outputs, or the name of the
     # host whose identical conversation made it (the canary, or the first of a group).
     report_from: str = OWN
-    # The kernel lock on the host, as its run found it (`held (...)`, `not held: why`).
+    # The kernel lock on the host, as its run found it (`held (...)`, `not held: why`), the
+    # policy it ran under, and the commands that ran there unasked outside the lock.
     lock: str | None = None
+    policy: str | None = None
+    unlocked_commands: int = 0
 
 
 class FleetFinished(Event, frozen=True, kw_only=True):
@@ -207,11 +210,15 @@ def report_lines(result: FleetFinished, width: int = 200) -> list[str]:
 
 
 def lock_lines(result: FleetFinished) -> list[str]:
-    """The hosts whose commands ran without the kernel lock, grouped by why."""
+    """The hosts where the kernel lock was not held, or commands ran unasked outside it,
+    grouped by why."""
     why: dict[str, list[str]] = {}
     for h in result.hosts:
         if h.lock is not None and not h.lock.startswith("held"):
-            why.setdefault(h.lock, []).append(h.host)
+            why.setdefault(f"the kernel lock is {h.lock}", []).append(h.host)
+        elif h.unlocked_commands:
+            reason = f"policy {h.policy}: commands that ran unasked ran outside the lock"
+            why.setdefault(reason, []).append(h.host)
     if not why:
         return []
     lines = ["without the kernel lock:"]
