@@ -9,7 +9,7 @@ from pathlib import Path
 from kosmos.events import LLMReply
 from tests.conftest import run_cli
 from tests.fleethelpers import Hosts, run_fleet
-from tests.llmserver import Recorded, ScriptedLLM
+from tests.llmserver import Recorded, ScriptedLLM, Status
 from tests.sshd import Sshd
 
 
@@ -143,3 +143,32 @@ def test_three_hosts_that_differ_each_report_their_own_user_and_role(
     # web3's transcript says whose report it carries.
     last = json.loads((runs / "web3.jsonl").read_text().splitlines()[-1])
     assert (last["type"], last["report_from"]) == ("result", "web2")
+
+
+async def test_a_report_request_that_fails_is_made_again_by_the_next_host_that_needs_it(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    roles = {"canary": "x", "b1": "y", "b2": "y"}
+    for name, role in roles.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "role").write_text(role + "\n")
+    answer = reporter("cat role")
+
+    def reply(record: Recorded) -> object:
+        # The first request for `y`'s report fails; the canary's two go through.
+        return Status(500) if len(llm.requests) == 3 else answer(record)
+
+    llm.default = reply
+    run = await run_fleet(llm.base_url, list(roles), open_runner=Hosts(tmp_path), canary="canary")
+    ends = sorted((run.host(n).status, run.host(n).message, run.host(n).report_from) for n in roles)
+    # The host whose request failed ended with the error; the one waiting on it asked again.
+    assert [(status, report) for status, _, report in ends] == [
+        ("done", "own"),
+        ("done", "own"),
+        ("error", "own"),
+    ]
+    assert [message for status, message, _ in ends if status == "done"] == [
+        "this host says x",
+        "this host says y",
+    ]
+    assert len(llm.requests) == 4

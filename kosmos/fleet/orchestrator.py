@@ -347,7 +347,7 @@ class Fleet:
                 # its result as in its row and the fleet's summary (its session starts after).
                 run.finished = time.monotonic()
                 event = replace(event, duration_s=run.elapsed())
-                if run.report_from != OWN:
+                if run.report_from != OWN and event.status == "done":
                     event = replace(event, report_from=run.report_from)
             self._track(run, event)
             if record is not None:
@@ -429,7 +429,7 @@ class Fleet:
                     mode=run.mode,
                     diverged_at_step=run.replay.diverged_at if run.replay else None,
                     transcript=r.transcript if r else None,
-                    report_from=run.report_from,
+                    report_from=run.report_from if r and r.status == "done" else OWN,
                     lock=run.lock,
                     policy=run.policy,
                     unlocked_commands=run.unlocked,
