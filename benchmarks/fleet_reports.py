@@ -27,6 +27,7 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ from tests.llmserver import Hang, Recorded, ScriptedLLM  # noqa: E402
 COMMANDS = ("cat role", "uname -s", "echo ok")
 
 
-def reply(delay: float):  # type: ignore[no-untyped-def]
+def reply(delay: float) -> Callable[[Recorded], object]:
     """The scripted LLM: the three commands in turn, then a [DONE] naming the host's role."""
 
     def answer(record: Recorded) -> object:
