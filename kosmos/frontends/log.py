@@ -110,12 +110,13 @@ def recent_runs(transcript_dir: Path) -> list[Path]:
 def find_run(transcript_dir: Path, run: str) -> Path:
     """RUN as a path, a name in the transcript folder (with or without `.jsonl`), or a part
     of exactly one name there (a run id); UsageError otherwise."""
-    given = Path(run).expanduser()
-    if given.exists():
-        return given
+    # A name in the folder first: a folder here that happens to share it is not a run.
     for candidate in (transcript_dir / run, transcript_dir / f"{run}.jsonl"):
         if candidate.exists():
             return candidate
+    given = Path(run).expanduser()
+    if given.is_file() or (given.is_dir() and _is_fleet(given)):
+        return given
     matches = [p for p in recent_runs(transcript_dir) if run in p.name]
     if len(matches) == 1:
         return matches[0]
