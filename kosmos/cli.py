@@ -226,6 +226,14 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     return hosts_command(_settings(args), home=Path.home(), check=args.check)
 
 
+def _cmd_log(args: argparse.Namespace) -> int:
+    from kosmos.frontends.log import log_command
+
+    directory = _settings(args).transcript_dir
+    assert directory is not None  # settings always resolve it
+    return log_command(directory, args.run, host=args.host, json_out=args.json, limit=args.limit)
+
+
 def _output_closed() -> int:
     """The reader of stdout (or stderr) went away (`kosmos skills list | head -1`): exit
     quietly with 141, as a program that SIGPIPE ends does."""
@@ -290,6 +298,8 @@ def _main(argv: Sequence[str] | None) -> int:
             from kosmos.frontends.merge import merge_command
 
             return merge_command(args.dirs, json_out=args.json)
+        if args.command == "log":
+            return _cmd_log(args)
     except KosmosError as e:
         from kosmos.engine.guard import visible
 

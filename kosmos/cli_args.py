@@ -400,8 +400,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="a shard's run directory")
     merge.add_argument("--json", action="store_true", help="print the fleet result as JSON")
+    log = sub.add_parser(
+        "log",
+        help="list recent runs, or show one run or one fleet host",
+        description="List the runs kosmos recorded (newest first), or show one: its steps, "
+        "commands, who decided each, outputs and report.",
+    )
+    log.add_argument(
+        "run",
+        nargs="?",
+        metavar="RUN",
+        help="a run's name in the list (or a unique part of it, such as its id) or its path",
+    )
+    log.add_argument("--host", metavar="NAME", help="of a fleet run, show this host's run")
+    log.add_argument("--json", action="store_true", help="JSON: one object per line")
+    log.add_argument(
+        "-n", "--limit", type=_positive_int, default=20, help="runs to list (default 20)"
+    )
+    log.add_argument("--config", type=Path, help=argparse.SUPPRESS)
     # The innermost subcommand given is the one whose usage an unknown flag shows (`parse`).
-    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge):
+    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge, log):
         command.set_defaults(command_parser=command)
     return parser
 

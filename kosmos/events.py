@@ -342,6 +342,9 @@ class RunFinished(Event, frozen=True, kw_only=True):
     duration_s: float = 0.0
     commands_run: int = 0
     transcript: str | None = None
+    # A fleet host whose report (`message`) is another host's, made from a conversation
+    # identical to its own: that host's name (kosmos.fleet.reports).
+    report_from: str | None = None
 
 
 EVENTS: tuple[type[Event], ...] = (

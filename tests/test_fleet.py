@@ -25,7 +25,7 @@ from kosmos.fleet.results import fleet_exit_code
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import Runner
-from tests.fleethelpers import THREE, Hosts, host_dirs, host_of, run_fleet, scripted
+from tests.fleethelpers import THREE, Hosts, host_dirs, host_of, run_fleet, scripted, steps_of
 from tests.helpers import ScriptOperator
 from tests.llmserver import Recorded, ScriptedLLM
 
@@ -292,9 +292,13 @@ async def test_canary_replays_without_the_llm_and_a_diverging_host_gets_its_own(
         make_operator=lambda spec: ScriptOperator(answers=[f"{spec.name}-port"]),
     )
     assert run.result.exit_code == 0, run.result
-    by_host = {host_of(r) for r in llm.requests}
-    assert by_host == {"canary", "odd"}
     assert sum(1 for r in llm.requests if host_of(r) == "canary") == 4
+    # The others replayed the canary's plan; each knowledge file names its host, so no
+    # conversation is the canary's and each asked the LLM once, for its own report only.
+    for name in ("b", "c", "e"):
+        (own,) = [r for r in llm.requests if host_of(r) == name]
+        assert steps_of(own) == 4 and own.messages[-2]["content"].startswith("[CMD] cat code")
+        assert run.host(name).report_from == "own"
     # odd followed the canary until its exit status differed, then asked the LLM itself,
     # which saw odd's own output and the canary's earlier replies.
     odd = [r for r in llm.requests if host_of(r) == "odd"]
@@ -389,7 +393,9 @@ async def test_canary_replays_every_step_protocol(
         options=SessionOptions(non_interactive=True, protocol=protocol),
     )
     assert run.result.exit_code == 0, run.result
-    assert [host_of(r) for r in llm.requests] == ["c", "c", "odd"]
+    # r1 and r2 replay the plan; their knowledge files differ from c's, so each asks for its
+    # own report (one request), as odd asks for the rest of its run.
+    assert sorted(host_of(r) for r in llm.requests) == ["c", "c", "odd", "r1", "r2"]
     for name in ("r1", "r2"):
         h = run.host(name)
         assert (h.status, h.mode, h.message, h.last_exit_code) == ("done", "replay", "all good", 0)

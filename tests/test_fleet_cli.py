@@ -94,7 +94,13 @@ def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
         ["web2", "done", "3"],
         ["web3", "done", "3"],
     ]
-    assert "3 of 3 hosts done" in summary[4]
+    assert summary[4:6] == ["fleet report:", "  3 hosts (web1, web2, web3): done: fine"]
+    # --yes is the auto policy: its unasked commands ran outside the kernel lock.
+    assert summary[6:8] == [
+        "without the kernel lock:",
+        "  web1, web2, web3: policy auto: commands that ran unasked ran outside the lock",
+    ]
+    assert "3 of 3 hosts done" in summary[8]
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
         "fleet.json",
         "web1.jsonl",

@@ -289,6 +289,37 @@ async def test_run_skill_on_a_fleet_of_three_asks_once(served: Served, sshd: Ssh
     assert (Path(out["transcripts"]) / "fleet.json").exists()
 
 
+async def test_run_skill_on_a_canary_fleet_gives_each_host_its_own_report(
+    served: Served, sshd: Sshd
+) -> None:
+    def step(request: Recorded) -> str:
+        if not [m for m in request.messages if m.get("role") == "assistant"]:
+            return "[CMD] id -un"
+        output = request.messages[-1]["content"].split("\n")[1]
+        return f"[DONE] runs as {output}"
+
+    served.llm.default = step
+    before = len(served.llm.requests)
+    result = await served.client.call_tool(
+        "run_skill", {"skill": "probe", "hosts": ["box", "local", "box2"], "canary": "box"}
+    )
+    assert not result.is_error, _text(result)
+    out = result.structured_content
+    assert out["exit_code"] == 0, out
+    hosts = {h["host"]: (h["message"], h["report_from"]) for h in out["hosts"]}
+    # local runs as root: its report is its own; box2's outputs were the canary's, word for word.
+    assert hosts == {
+        "box": (f"runs as {sshd.user}", "own"),
+        "local": ("runs as root", "own"),
+        "box2": (f"runs as {sshd.user}", "box"),
+    }
+    assert len(served.llm.requests) - before == 3  # the canary's two, local's report
+    assert out["fleet_report"].splitlines() == [
+        f"2 hosts (box, box2): done: runs as {sshd.user}",
+        "1 host (local): done: runs as root",
+    ]
+
+
 async def test_cancelling_a_call_ends_the_command_on_the_host(served: Served, sshd: Sshd) -> None:
     marker = "sleep 1777"
     call = asyncio.ensure_future(

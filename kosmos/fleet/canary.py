@@ -11,6 +11,10 @@ canary did, or one of its commands ends differently (another exit status, a time
 diverges: from then on its requests go to the real LLM, which sees the whole conversation so
 far with this host's own outputs, and its own operator decides.
 
+The plan is replayed, never the conclusions: the canary's last reply (its `[DONE]` report) is
+taken only by a host whose conversation is the canary's byte for byte; any other host's report
+is made by the LLM from its own outputs, once per distinct conversation (`kosmos.fleet.reports`).
+
 `--canary-from` takes the record from a finished run's transcript, and refuses one made of
 another skill, with another SKILL.md text, other parameters, prompt or step protocol.
 """
@@ -31,11 +35,13 @@ from kosmos.events import (
     CommandFinished,
     Event,
     LLMReply,
+    LLMRequest,
     Message,
     Notice,
     RunFinished,
     RunStarted,
 )
+from kosmos.fleet.reports import OWN, Conversation, Reports
 from kosmos.llm.provider import Capabilities, Provider, Reply
 from kosmos.skills.model import Skill
 
@@ -59,12 +65,20 @@ class CanaryRecord:
     commands: list[RecordedCommand] = field(default_factory=list)
     decided: Decisions = field(default_factory=Decisions)
     started: RunStarted | None = None
+    # The digest of the conversation the canary had sent when it got each reply.
+    keys: list[str] = field(default_factory=list)
+    conversation: Conversation = field(default_factory=Conversation)
+    # The reports made for the hosts replaying this record, shared by all of them.
+    reports: Reports = field(default_factory=Reports)
 
     def observe(self, event: Event) -> None:
         """Feed every event of the canary's session, in order."""
         self.decided.observe(event)
         if isinstance(event, RunStarted) and self.started is None:
             self.started = event
+        elif isinstance(event, LLMRequest):
+            self.conversation.add(event.new_messages)
+            self.keys.append(self.conversation.digest())
         elif isinstance(event, LLMReply):
             # Text and tool calls alike: the replay serves every step protocol.
             self.replies.append(
@@ -74,6 +88,9 @@ class CanaryRecord:
                     finish_reason=event.finish_reason,
                 )
             )
+            if len(self.keys) == len(self.replies):
+                # The canary's conclusion, for hosts whose conversation turns out the same.
+                self.reports.seed(self.keys[-1], self.replies[-1], self.host)
         elif isinstance(event, CommandFinished):
             self.commands.append(
                 RecordedCommand(event.command, event.exit_code, event.timed_out or event.cancelled)
@@ -155,14 +172,22 @@ class Replay:
         provider: Provider,
         operator: Operator,
         emit: Callable[[Event], None],
+        *,
+        host: str = "",
     ) -> None:
         self.record = record
         self.real_provider = provider
         self.real_operator = operator
         self._emit = emit
+        self.host = host
         self.diverged_at: int | None = None
         self._replies = 0
         self._commands = 0
+        self._concluded = False
+        self._step = 0
+        # What this host's final report was made from: its own outputs, or another host's.
+        self.report_from = OWN
+        self.conversation = Conversation()
         self.provider = CanaryProvider(self)
         # The canary's answers and yes while this host follows it; its own operator after.
         # Nobody looked at this host: what the canary's decisions let run here runs unasked.
@@ -184,6 +209,7 @@ class Replay:
         if self.diverged_at is not None:
             return
         self.diverged_at = step
+        self.report_from = OWN  # whatever it reports now, its own LLM session makes
         self._emit(
             Notice(message=f"step {step}: {why}; this host continues with its own LLM session")
         )
@@ -192,7 +218,10 @@ class Replay:
         """Feed every event of this host's session: a command that ends differently diverges."""
         if not self.following:
             return
-        if isinstance(event, CommandDecision):
+        if isinstance(event, LLMRequest):
+            self.conversation.add(event.new_messages)
+            self._step = event.step
+        elif isinstance(event, CommandDecision):
             recorded = self.record.decided.command(event.step, event.proposed)
             if recorded is None:
                 self.diverge(event.step, f"`{event.proposed}` differs from the canary's command")
@@ -222,10 +251,36 @@ class Replay:
         return None
 
     def next_reply(self) -> Reply | None:
-        if not self.following or self._replies >= len(self.record.replies):
+        """The canary's next reply of its plan; None at its last (the conclusion) and after."""
+        if not self.following or self._replies >= len(self.record.replies) - 1:
             return None
         reply = self.record.replies[self._replies]
         self._replies += 1
+        return reply
+
+    @property
+    def step(self) -> int:
+        """The step of this host's latest LLM request."""
+        return self._step
+
+    @property
+    def concluding(self) -> bool:
+        """The host has followed the canary to the request the canary's report answered."""
+        return (
+            self.following and not self._concluded and self._replies == len(self.record.replies) - 1
+        )
+
+    async def conclude(self, messages: Sequence[Message], **kwargs: Any) -> Reply:
+        """This host's report: the canary's (or another host's) where its conversation is the
+        same byte for byte, else the LLM's, made from this host's own outputs."""
+        self._concluded = True
+        self._replies += 1
+
+        async def ask() -> Reply:
+            return await self.real_provider.complete(messages, **kwargs)
+
+        reply, made_for = await self.record.reports.get(self.conversation.digest(), self.host, ask)
+        self.report_from = OWN if made_for == self.host else made_for
         return reply
 
 
@@ -261,9 +316,15 @@ class CanaryProvider:
         reply = self.replay.next_reply()
         if reply is not None:
             return reply
+        if self.replay.concluding:
+            return await self.replay.conclude(messages, **kwargs)
         if self.replay.following:
-            # The canary's replies ran out without a [DONE] (cannot happen for a done run).
-            self.replay.diverge(0, "the canary's replies ran out")
+            # The report this host was given did not end its run (the LLM, seeing this host's
+            # outputs, went on), or the canary's replies ran out (cannot happen for a done run).
+            self.replay.diverge(
+                self.replay.step,
+                "the LLM went on past the canary's last step with this host's own outputs",
+            )
         return await self.replay.real_provider.complete(messages, **kwargs)
 
     async def aclose(self) -> None:

@@ -26,6 +26,7 @@ from kosmos.errors import (
     UsageError,
 )
 from kosmos.events import (
+    CommandDecision,
     CommandFinished,
     CommandStarted,
     Directive,
@@ -33,9 +34,11 @@ from kosmos.events import (
     Event,
     LLMRequest,
     RunFinished,
+    RunStarted,
 )
 from kosmos.fleet.adapters import BoundedProvider, NamedRunner
 from kosmos.fleet.canary import CanaryRecord, Replay
+from kosmos.fleet.reports import OWN
 from kosmos.fleet.results import FleetFinished, HostSummary, fleet_result
 from kosmos.fleet.targets import HostSpec
 from kosmos.hosts.runner import Runner
@@ -93,6 +96,12 @@ class HostRun:
     replay: Replay | None = None
     session: Session | None = None
     canary: bool = False
+    # The kernel lock as the host's run found it (RunStarted.lock), its policy, and how many
+    # commands ran there unasked outside the lock.
+    lock: str | None = None
+    policy: str | None = None
+    unlocked: int = 0
+    pending_unasked: bool = False
 
     @property
     def name(self) -> str:
@@ -102,6 +111,11 @@ class HostRun:
         if self.started is None:
             return 0.0
         return (self.finished or now or time.monotonic()) - self.started
+
+    @property
+    def report_from(self) -> str:
+        """What this host's report was made from: `own` outputs, or another host's name."""
+        return self.replay.report_from if self.replay is not None else OWN
 
     @property
     def mode(self) -> str:
@@ -311,7 +325,7 @@ class Fleet:
         operator: Operator = _Tracked(self.make_operator(run.spec), run)
         provider: Provider = self.provider
         if replay_of is not None:
-            run.replay = Replay(replay_of, provider, operator, emit)
+            run.replay = Replay(replay_of, provider, operator, emit, host=run.name)
             provider, operator = run.replay.provider, run.replay.operator
         session = self.make_session(SessionParts(run.spec, runner, provider, operator, emit))
         if run.replay is not None:
@@ -333,6 +347,8 @@ class Fleet:
                 # its result as in its row and the fleet's summary (its session starts after).
                 run.finished = time.monotonic()
                 event = replace(event, duration_s=run.elapsed())
+                if run.report_from != OWN and event.status == "done":
+                    event = replace(event, report_from=run.report_from)
             self._track(run, event)
             if record is not None:
                 record.observe(event)
@@ -359,6 +375,12 @@ class Fleet:
                 run.last_command = event.command
             case CommandFinished():
                 run.last_exit = event.exit_code
+                if run.pending_unasked and not event.locked:
+                    run.unlocked += 1
+            case RunStarted():
+                run.lock, run.policy = event.lock, event.policy
+            case CommandDecision():
+                run.pending_unasked = not event.asked and event.decision in ("run", "edit")
             case RunFinished():
                 run.result = event
                 run.state = event.status
@@ -407,6 +429,10 @@ class Fleet:
                     mode=run.mode,
                     diverged_at_step=run.replay.diverged_at if run.replay else None,
                     transcript=r.transcript if r else None,
+                    report_from=run.report_from if r and r.status == "done" else OWN,
+                    lock=run.lock,
+                    policy=run.policy,
+                    unlocked_commands=run.unlocked,
                 )
             )
         end = self._finished or time.monotonic()

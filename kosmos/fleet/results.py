@@ -22,6 +22,7 @@ from kosmos.errors import (
     KosmosError,
 )
 from kosmos.events import Event
+from kosmos.fleet.reports import OWN, FleetReport, fleet_report, group_line, names
 
 # A fleet exits with the first of these codes that some host ended with; a fleet stopped
 # early (its record could not be kept, its output was closed, Ctrl-C) comes first.
@@ -49,6 +50,14 @@ class HostSummary(Struct, frozen=True, kw_only=True):
     mode: str
     diverged_at_step: int | None = None
     transcript: str | None = None
+    # What `message` (the host's report) was made from: `own` outputs, or the name of the
+    # host whose identical conversation made it (the canary, or the first of a group).
+    report_from: str = OWN
+    # The kernel lock on the host, as its run found it (`held (...)`, `not held: why`), the
+    # policy it ran under, and the commands that ran there unasked outside the lock.
+    lock: str | None = None
+    policy: str | None = None
+    unlocked_commands: int = 0
 
 
 class FleetFinished(Event, frozen=True, kw_only=True):
@@ -65,6 +74,8 @@ class FleetFinished(Event, frozen=True, kw_only=True):
     # The skill run, and with --shard K/N which job of N this was ("2/4").
     skill: str | None = None
     shard: str | None = None
+    # The hosts grouped by outcome (`reports.fleet_report`).
+    report: FleetReport | None = None
 
 
 def fleet_exit_code(codes: Sequence[int]) -> int:
@@ -111,22 +122,8 @@ def fleet_result(
         hosts=list(hosts),
         skill=skill,
         shard=shard,
+        report=fleet_report(hosts),
     )
-
-
-def names(hosts: Sequence[str], width: int = 120) -> str:
-    """Host names, comma-separated, as many as fit in about `width` characters; the rest
-    counted (`web1, web2 and 48 more`)."""
-    shown: list[str] = []
-    size = 0
-    for i, name in enumerate(hosts):
-        left = len(hosts) - i - 1
-        tail = len(f" and {left} more") if left else 0
-        if shown and size + 2 + len(name) + tail > width:
-            return f"{', '.join(shown)} and {len(hosts) - len(shown)} more"
-        shown.append(name)
-        size += len(name) + (2 if len(shown) > 1 else 0)
-    return ", ".join(shown)
 
 
 STATUS_OF_CODE = {
@@ -162,7 +159,7 @@ def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
     """The final table: host, status, steps, duration, last exit code (and how it was driven)."""
     headers = ["HOST", "STATUS", "STEPS", "DURATION", "LAST EXIT"]
     if canary:
-        headers.append("MODE")
+        headers += ["MODE", "REPORT FROM"]
     rows = []
     for h in result.hosts:
         row = [
@@ -174,6 +171,7 @@ def summary_lines(result: FleetFinished, *, canary: bool = False) -> list[str]:
         ]
         if canary:
             row.append(h.mode + (f" at step {h.diverged_at_step}" if h.diverged_at_step else ""))
+            row.append(h.report_from if h.report_from == OWN else f"{h.report_from}'s outputs")
         rows.append(row)
     return table(headers, rows)
 
@@ -190,4 +188,40 @@ def reason_lines(result: FleetFinished, width: int = 300) -> list[str]:
         flat = visible(" ".join(message.split()), one_line=True)
         said = flat if len(flat) <= width else flat[: width - 1] + "…"
         lines.append(f"  {visible(names(hosts, 60), one_line=True)}: {said}")
+    return lines
+
+
+def report_lines(result: FleetFinished, width: int = 200) -> list[str]:
+    """The fleet report under the table: each outcome once, with the hosts that share it; a
+    report made from another host's identical outputs says so."""
+    if result.report is None or not result.report.groups:
+        return []
+    lines = ["fleet report:"]
+    for group in result.report.groups:
+        lines.append("  " + visible(group_line(group, width=width, names_width=60), one_line=True))
+        borrowed: dict[str, list[str]] = {}
+        for host, source in zip(group.hosts, group.report_from, strict=True):
+            if source != OWN:
+                borrowed.setdefault(source, []).append(host)
+        for source, hosts in borrowed.items():
+            said = f"    made from {source}'s identical outputs: {names(hosts, 60)}"
+            lines.append(visible(said, one_line=True))
+    return lines
+
+
+def lock_lines(result: FleetFinished) -> list[str]:
+    """The hosts where the kernel lock was not held, or commands ran unasked outside it,
+    grouped by why."""
+    why: dict[str, list[str]] = {}
+    for h in result.hosts:
+        if h.lock is not None and not h.lock.startswith("held"):
+            why.setdefault(f"the kernel lock is {h.lock}", []).append(h.host)
+        elif h.unlocked_commands:
+            reason = f"policy {h.policy}: commands that ran unasked ran outside the lock"
+            why.setdefault(reason, []).append(h.host)
+    if not why:
+        return []
+    lines = ["without the kernel lock:"]
+    for reason, hosts in why.items():
+        lines.append(visible(f"  {names(hosts, 60)}: {reason}", one_line=True))
     return lines

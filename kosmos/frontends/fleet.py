@@ -23,7 +23,14 @@ from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
 from kosmos.fleet.journal import Journal, refuse_earlier_run
 from kosmos.fleet.orchestrator import Fleet
-from kosmos.fleet.results import FleetFinished, fleet_result, reason_lines, summary_lines
+from kosmos.fleet.results import (
+    FleetFinished,
+    fleet_result,
+    lock_lines,
+    reason_lines,
+    report_lines,
+    summary_lines,
+)
 from kosmos.fleet.shard import Shard, parse_shard
 from kosmos.fleet.targets import HostSpec, resolve_hosts
 from kosmos.frontends.console import Console
@@ -267,10 +274,13 @@ class FleetFrontend:
         out = c.err if self.request.json else c.out
         for line in [*summary_lines(result, canary=canary), *reason_lines(result)]:
             c.say(line, stream=out)
+        for line in [*report_lines(result), *lock_lines(result)]:
+            c.say(line, stream=out)
         color = "32" if result.exit_code == 0 else "31"
         message = visible(result.message)
         c.say(c.style(f"■ {message} · {result.duration_s:.1f}s", color), stream=out)
-        c.say(c.style(f"  transcripts: {run_dir}", "2"), stream=c.err)
+        where = f"  transcripts: {run_dir} (read them: kosmos log {run_dir})"
+        c.say(c.style(where, "2"), stream=c.err)
         if result.exit_code != 0 and self.request.json:
             c.error(f"kosmos: {result.message}")
         return code

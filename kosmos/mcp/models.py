@@ -94,6 +94,11 @@ class HostOutcome(BaseModel):
     steps: int
     commands_run: int
     transcript: str | None
+    report_from: str = Field(
+        default="own",
+        description="what `message` was made from: this host's own outputs (`own`), or the "
+        "host whose identical outputs (a canary's) made it",
+    )
 
 
 class SkillRunResult(BaseModel):
@@ -105,3 +110,8 @@ class SkillRunResult(BaseModel):
     exit_code: int
     hosts: list[HostOutcome]
     transcripts: str = Field(description="the transcript file, or a fleet's run directory")
+    fleet_report: str | None = Field(
+        default=None,
+        description="a fleet's hosts grouped by outcome: one line per distinct report, with "
+        "its hosts",
+    )

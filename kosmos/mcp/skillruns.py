@@ -192,8 +192,10 @@ class SkillRuns:
                     steps=h.steps,
                     commands_run=h.commands_run,
                     transcript=h.transcript,
+                    report_from=h.report_from,
                 )
                 for h in result.hosts
             ],
             transcripts=str(run_dir),
+            fleet_report=result.report.text if result.report else None,
         )

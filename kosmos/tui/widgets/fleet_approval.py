@@ -11,7 +11,7 @@ from textual.widgets import Button, Checkbox, Label, Log, Static
 
 from kosmos.engine.guard import visible
 from kosmos.fleet.approvals import AnswerRequest, ApprovalRequest
-from kosmos.fleet.results import FleetFinished, summary_lines
+from kosmos.fleet.results import FleetFinished, lock_lines, report_lines, summary_lines
 from kosmos.tui.paths import shown_path
 
 
@@ -121,6 +121,11 @@ class FleetSummary(Vertical):
         # The columns' names stay in view above the rows, which scroll beneath them.
         yield Label(head, id="summary-head", markup=False)
         yield SummaryTable(rows)
+        # Each outcome once with the hosts that share it (and what each report was made
+        # from), then the hosts whose commands ran without the kernel lock.
+        told = [*report_lines(r, width=160), *lock_lines(r)]
+        if told:
+            yield Static("\n".join(told), id="fleet-report", markup=False)
         stats = f"duration: {r.duration_s:.1f} s · exit code: {r.exit_code}"
         if self.run_dir is not None:
             stats += f" · transcripts: {shown_path(self.run_dir)}"
