@@ -245,7 +245,7 @@ class Session:
         try:
             if learnt.failed is not None:
                 raise learnt.failed
-            body = await context.skill_body(
+            body, self.gate.skill_files = await context.skill_body(
                 self.skill,
                 self.runner,
                 self.prompts,
