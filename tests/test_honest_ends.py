@@ -59,6 +59,14 @@ def test_a_refused_write_then_done_ends_needs_input_everywhere_alike(
     assert (last.type, last.status, last.exit_code) == ("result", "needs_input", 4)
     assert last.message == why
 
+    # Resumed, the run acts on its recorded [DONE] again: the refusal before it still counts.
+    before = len(llm.requests)
+    resume = ["--resume", str(transcript), "--policy", "read-only", "--non-interactive"]
+    proc = _run(resume, cli_env, project)
+    assert proc.returncode == 4, proc.stderr
+    assert f"\nkosmos: {why}\n" in proc.stderr and len(llm.requests) == before
+    assert read_transcript(transcript)[-1].status == "needs_input"
+
     llm.script("[CMD] touch made", "[DONE] could not make it")
     proc = _run([*args[:-2], "--json"], cli_env, project)
     assert proc.returncode == 4, proc.stderr

@@ -135,7 +135,6 @@ class Session:
         self._kernel: str | None = None
         self.os_name: str | None = None
         self._turn = Turn(Reply(), None)  # the reply being acted on
-        # What the skill needed and was refused: a [DONE] after it does not end `done`.
         self.shortfall = Shortfall(
             policy=self.options.policy,
             non_interactive=self.options.non_interactive,
@@ -263,6 +262,7 @@ class Session:
             if resume is None:
                 await self._start(learnt)
             else:
+                self.shortfall.seed(resume.earlier)
                 self._restore(resume)
             return await self._loop()
         except KosmosError as e:

@@ -12,7 +12,7 @@ otherwise. The LLM's own report stays in its [DONE] directive.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kosmos.engine.fault import preview
@@ -74,6 +74,11 @@ class Shortfall:
                 self.unmet.append(Unmet(event.command, why, refused=False))
         elif isinstance(event, FileRead) and event.status == "done":
             self.unmet.clear()
+
+    def seed(self, events: Iterable[Event]) -> None:
+        """What a resumed run recorded before: a refusal there still counts."""
+        for event in events:
+            self.observe(event)
 
     def ending(self) -> KosmosError | None:
         """How the run ends instead of `done`; None when nothing it needed is missing."""
