@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import queue
@@ -187,17 +188,31 @@ class Transcript:
 
 
 def open_append(path: Path, what: str) -> int:
-    """Open `path` to append to, making its folder; a path that cannot hold a file is a
-    UsageError naming why, a full disk a RecordError."""
+    """Open `path` to append to, making its folder, and hold it for this writer alone; a path
+    that cannot hold a file is a UsageError naming why, a full disk a RecordError, a file
+    another run is writing a UsageError saying so."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
     try:
         try:
-            return os.open(path, flags, 0o600)
+            fd = os.open(path, flags, 0o600)
         except FileNotFoundError:  # its folder is not there yet (a fleet's is, after the first)
             path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(path, flags, 0o600)
+            fd = os.open(path, flags, 0o600)
     except OSError as e:
         raise unwritable(path, e, what) from None
+    try:
+        # Two runs appending to one file would interleave their events into a record that
+        # neither --resume nor a reader can take apart. The lock goes with the file's close.
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise unwritable(path, e, what) from None
+        raise UsageError(
+            f"{what} {path} is being written by another kosmos run; wait for it to end, or "
+            "give --transcript another path"
+        ) from None
+    return fd
 
 
 def unwritable(path: Path, error: OSError, what: str) -> KosmosError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -214,8 +215,18 @@ def test_headless_dangerous_is_refused_then_allowed_with_the_flag(
     llm.script(f"[CMD] {DANGEROUS}", "[DONE] ok")
     args = ["run", "probe", "--non-interactive", "--yes", "--json"]
     proc = run_cli(args, env=cli_env, cwd=project)
-    assert proc.returncode == 0, proc.stderr
+    # The LLM ended with [DONE] after the refusal: the run says what was refused, and how to
+    # allow it, instead of ending done.
+    assert proc.returncode == 4, proc.stderr
     assert '"decision": "refused"' in proc.stdout and '"command_started"' not in proc.stdout
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["status"] == "needs_input" and result["exit_code"] == 4
+    assert result["message"] == (
+        f"1 command the skill needed was refused and nothing ran in its place: {DANGEROUS} "
+        "(it is dangerous (pipes a download into sh (curl ... | sh)) and this run is "
+        "non-interactive, so nobody can confirm it); pass --allow-dangerous, or run at a "
+        "terminal to be asked"
+    )
     llm.script(f"[CMD] {DANGEROUS}", "[DONE] ok")
     proc = run_cli([*args, "--allow-dangerous"], env=cli_env, cwd=project)
     assert proc.returncode == 0, proc.stderr
@@ -239,9 +250,15 @@ def test_host_pinned_read_only_in_config_beats_yes(
     (project / "kosmos.yaml").write_text("hosts:\n  local:\n    policy: read-only\n")
     llm.script("[CMD] touch pinned", "[DONE] ok")
     proc = run_cli(["run", "probe", "--non-interactive", "--yes"], env=cli_env, cwd=project)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr
     assert not (project / "pinned").exists()
     assert "policy read-only (config hosts.local.policy) overrides --yes" in proc.stderr
+    assert (
+        "kosmos: 1 command the skill needed was refused and nothing ran in its place: touch "
+        "pinned (this host's policy is read-only and the command may change something "
+        "(not on the read-only list: touch)); run at a terminal to be asked, or with --policy "
+        "auto to run it unasked\n"
+    ) in proc.stderr
     llm.script("[CMD] touch pinned", "[DONE] ok")
     proc = run_cli(
         ["run", "probe", "--non-interactive", "--policy", "auto"], env=cli_env, cwd=project

@@ -111,7 +111,9 @@ def test_canary_from_keeps_a_refusal_refused(
     llm: ScriptedLLM, cli_env: dict, tmp_path: Path
 ) -> None:
     skills, inventory = _project(tmp_path, ["web1"])
-    llm.script("[CMD] touch refused.txt", "[DONE] done without it")
+    # A read ran in the refused write's place: the canary finished (a canary whose needed
+    # command was refused, and nothing ran instead, does not end done).
+    llm.script("[CMD] touch refused.txt", "[CMD] echo instead", "[DONE] done without it")
     canary = tmp_path / "canary.jsonl"
     recorded = run_cli(
         ["run", "probe", "--skills-dir", str(skills), "--non-interactive", "--policy",
@@ -120,8 +122,7 @@ def test_canary_from_keeps_a_refusal_refused(
         cwd=tmp_path,
     )  # fmt: skip
     assert recorded.returncode == 0, recorded.stderr
-    [(_, decision, _, _)] = _decisions(canary)
-    assert decision == "refused"
+    assert [d for _, d, _, _ in _decisions(canary)] == ["refused", "run"]
     fleet = tmp_path / "fleet"
     proc = run_cli(
         ["run", "probe", "--skills-dir", str(skills), "-i", str(inventory), "--hosts", "all",
@@ -131,8 +132,9 @@ def test_canary_from_keeps_a_refusal_refused(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "refused.txt").exists()
-    [event] = [e for e in read_transcript(fleet / "web1.jsonl") if isinstance(e, CommandDecision)]
-    [recorded_event] = [e for e in read_transcript(canary) if isinstance(e, CommandDecision)]
+    decided = read_transcript(fleet / "web1.jsonl")
+    [event, _] = [e for e in decided if isinstance(e, CommandDecision)]
+    [recorded_event, _] = [e for e in read_transcript(canary) if isinstance(e, CommandDecision)]
     assert (event.decision, event.by, event.reason) == ("refused", "canary", recorded_event.reason)
 
 

@@ -330,6 +330,40 @@ def test_killed_run_leaves_an_intact_transcript(
     assert all(line.endswith("}") for line in transcript.read_text().splitlines())
 
 
+def test_a_transcript_another_run_is_writing_is_refused(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    # The first run's command waits, holding its transcript open, until the test lets it go.
+    llm.script("[CMD] until test -e flag; do sleep 0.05; done; echo released", "[DONE] first")
+    transcript = project / "t.jsonl"
+    args = ["run", "probe", "--param", "target=x", "--non-interactive", "--yes"]
+    args += ["--transcript", str(transcript)]
+    first = _start(args, cli_env, project)
+    try:
+        _wait_for(transcript, '"command_started", "ts"')
+        second = run_cli(args, env=cli_env, cwd=project)
+        (project / "flag").touch()
+        _, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate(timeout=10)
+    assert second.returncode == 2
+    assert second.stderr.splitlines() == [
+        f"kosmos: the transcript {transcript} is being written by another kosmos run; wait "
+        "for it to end, or give --transcript another path"
+    ]
+    assert first.returncode == 0, err
+    events = read_transcript(transcript)
+    assert [e.type for e in events].count("run_started") == 1
+    assert events[-1].type == "result" and events[-1].message == "first"
+    # Closed by its run, the file is free for the next one.
+    llm.script("[DONE] second")
+    third = run_cli(args, env=cli_env, cwd=project)
+    assert third.returncode == 0, third.stderr
+    assert [e.type for e in read_transcript(transcript)].count("run_started") == 2
+
+
 def test_sigterm_stops_the_command_and_exits_130(
     llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:

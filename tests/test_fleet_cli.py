@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.fleethelpers import scripted
 from tests.llmserver import ScriptedLLM
@@ -238,13 +239,30 @@ def test_a_host_pinned_read_only_in_config_stays_pinned_in_a_fleet(
         env=cli_env,
         cwd=tmp_path,
     )
-    assert r.returncode == 0, r.stderr
-    decisions = {
-        e["host"]: e["decision"]
-        for e in map(json.loads, r.stdout.splitlines())
-        if e["type"] == "command_decision"
-    }
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    decisions = {e["host"]: e["decision"] for e in lines if e["type"] == "command_decision"}
     assert decisions == {"web1": "run", "web2": "refused", "web3": "run"}
+    # web2's write was refused and it finished without it: it ends needing a person's yes,
+    # and so does the fleet (exit 4), in web2's result, the fleet's, its transcript and
+    # fleet.json alike.
+    assert r.returncode == 4, r.stderr
+    ends = {e["host"]: e for e in lines if e["type"] == "result" and e.get("host")}
+    assert {h: e["status"] for h, e in ends.items()} == {
+        "web1": "done",
+        "web2": "needs_input",
+        "web3": "done",
+    }
+    why = ends["web2"]["message"]
+    assert why.startswith("1 command the skill needed was refused and nothing ran in its place")
+    assert "touch made-here" in why and why.endswith("or with --policy auto to run it unasked")
+    fleet = lines[-1]
+    assert (fleet["status"], fleet["exit_code"]) == ("needs_input", 4), fleet
+    [web2] = [h for h in fleet["hosts"] if h["host"] == "web2"]
+    assert (web2["status"], web2["exit_code"], web2["message"]) == ("needs_input", 4, why)
+    run_dir = Path(web2["transcript"]).parent
+    assert json.loads((run_dir / "fleet.json").read_text())["hosts"] == fleet["hosts"]
+    last = read_transcript(run_dir / "web2.jsonl")[-1]
+    assert (last.type, last.status, last.message) == ("result", "needs_input", why)
 
 
 def test_a_skill_file_warning_is_said_once_for_the_fleet(

@@ -204,7 +204,9 @@ async def test_approve_once_in_line_mode_and_dangerous_commands_per_host(
         cwd=tmp_path,
         stdin="a\na\n" + "no\n" * 5,
     )
-    assert code == 0, err
+    # Each host's dangerous command was refused and the LLM finished without it: every host
+    # ends failed (exit 1) instead of done, saying so.
+    assert code == 1, err
     assert err.count("Run? [y/N/a/e]") == 2
     assert err.count("dangerous on") == 5
     events = json_lines(out)
@@ -220,6 +222,9 @@ async def test_approve_once_in_line_mode_and_dangerous_commands_per_host(
     # Each `a` was a person's yes on the host shown, and a standing approval on the others.
     by = [e["by"] for e in events if e["type"] == "command_decision" and e["decision"] == "run"]
     assert sorted(by) == ["operator"] * 2 + ["standing"] * 8
+    ends = [e for e in events if e["type"] == "result" and e.get("host") in names]
+    assert sorted(e["host"] for e in ends) == names
+    assert all(e["status"] == "failed" and "mkfs.ext4" in e["message"] for e in ends)
 
 
 async def test_canary_replays_on_the_others_and_a_diverging_host_asks_the_llm(

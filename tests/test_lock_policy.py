@@ -253,7 +253,8 @@ def _events(stdout: str) -> list[dict]:
 def test_kosmos_run_headless_changes_nothing(
     policy: str, llm: ScriptedLLM, cli_env: dict, project: Path
 ) -> None:
-    commands = [*WRITES, *MISJUDGED]
+    # A read at the end runs whatever was refused before it: the run ends done.
+    commands = [*WRITES, *MISJUDGED, "cat F"]
     llm.script(*(f"[CMD] {c}" for c in commands), "[DONE] ok")
     before = state(project)
     proc = run_cli(

@@ -350,6 +350,30 @@ async def test_without_elicitation_a_write_is_refused_with_the_reason(
     assert not read.is_error and read.structured_content["decided_by"] == "policy"
 
 
+async def test_run_skill_whose_write_was_refused_does_not_end_done(
+    unasking: Client, sshd: Sshd, module_llm: ScriptedLLM
+) -> None:
+    def step(request: Recorded) -> str:
+        said = [m for m in request.messages if m.get("role") == "assistant"]
+        return "[CMD] touch ~/nope" if not said else "[DONE] could not write it"
+
+    module_llm.default = step
+    result = await unasking.call_tool("run_skill", {"skill": "probe", "host": "box"})
+    out = result.structured_content
+    assert (out["status"], out["exit_code"]) == ("needs_input", 4), _text(result)
+    assert out["message"].startswith(
+        "1 command the skill needed was refused and nothing ran in its place: touch ~/nope"
+    )
+    [host] = out["hosts"]
+    assert (host["status"], host["exit_code"], host["message"]) == (
+        "needs_input",
+        4,
+        out["message"],
+    )
+    assert not (sshd.remote_home / "nope").exists()
+    assert read_transcript(Path(out["transcripts"]))[-1].status == "needs_input"
+
+
 CLIENT = """
 import os, sys, anyio
 from mcp import Client

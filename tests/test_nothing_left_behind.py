@@ -99,8 +99,15 @@ def test_kill_9_of_kosmos_ends_the_command_on_the_host_and_resume_says_so(
         env=ssh_cli_env,
         cwd=tmp_path,
     )
-    assert resumed.returncode == 0, resumed.stderr
+    # The LLM finished without it: the run says the command was not run again, and that a
+    # person at a terminal can allow it (exit 4), instead of ending done.
+    assert resumed.returncode == 4, resumed.stderr
     assert "ended on the host when kosmos stopped" in resumed.stderr
+    assert (
+        f"kosmos: 1 command the skill needed was refused and nothing ran in its place: {marker} "
+        f"& {marker} (kosmos was interrupted while it ran earlier"
+    ) in resumed.stderr
+    assert "); run at a terminal to be asked\n" in resumed.stderr
     told = llm.requests[-1].last_user_text
     assert "ended it on the host" in told
     assert _running(remote.user_processes(), marker) == []

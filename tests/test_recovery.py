@@ -79,7 +79,10 @@ def test_resume_after_kill_9_headless_does_not_rerun_the_lost_command(
         env=cli_env,
         cwd=project,
     )
-    assert proc.returncode == 0, proc.stderr
+    # The LLM finished without the lost command, which only a person may run again: the
+    # run ends needing one (exit 4), not done.
+    assert proc.returncode == 4, proc.stderr
+    assert "1 command the skill needed was refused and nothing ran in its place" in proc.stderr
     assert len(llm.requests) == before + 1
     messages = llm.requests[-1].messages
     # The whole conversation is back: system, first request, step one and its output...
@@ -99,7 +102,7 @@ def test_resume_after_kill_9_headless_does_not_rerun_the_lost_command(
     starts = [e for e in events if e.type == "run_started"]
     assert len(starts) == 2 and starts[1].resumed_from == str(transcript)
     assert [e.command for e in events if e.type == "command_started"].count(SLOW) == 1
-    assert events[-1].type == "result" and events[-1].status == "done"
+    assert events[-1].type == "result" and events[-1].status == "needs_input"
 
 
 @pytest.mark.parametrize("fleet", [False, True], ids=["run", "fleet"])
@@ -132,14 +135,14 @@ def test_replay_of_a_resumed_run_does_not_run_the_lost_command(
     llm.script("[DONE] resumed")
     args = ["--non-interactive", "--yes"]
     proc = run_cli(["run", "--resume", str(transcript), *args], env=cli_env, cwd=project)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # finished without the lost command
     # Were the lost command run now, it would finish at once and leave its pid file.
     (project / "flag").write_text("")
     offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
     proc = run_cli(
         ["run", "probe", "--replay", str(transcript), *args, "--json"], env=offline, cwd=project
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr
     assert "differs" not in proc.stderr
     assert not (project / "slow.pid").exists()
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
@@ -148,7 +151,8 @@ def test_replay_of_a_resumed_run_does_not_run_the_lost_command(
         (x["step"], x["decision"], x["by"]) for x in lines if x["type"] == "command_decision"
     ]
     assert decisions == [(1, "run", "policy"), (2, "refused", "replay")]
-    assert lines[-1]["message"] == "resumed"
+    assert [x["text"] for x in lines if x["type"] == "directive"][-1] == "resumed"
+    assert lines[-1]["status"] == "needs_input"
 
 
 def test_resume_in_line_mode_asks_before_rerunning_even_with_yes(
@@ -303,7 +307,7 @@ def test_resume_after_sigterm_continues_the_aborted_run(
     proc2 = run_cli(
         ["run", "--resume", str(transcript), "--non-interactive"], env=cli_env, cwd=project
     )
-    assert proc2.returncode == 0, proc2.stderr
+    assert proc2.returncode == 4, proc2.stderr  # finished without the lost command
     assert "kosmos was interrupted while it ran" in llm.requests[-1].last_user_text
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kosmos.config import Settings, check_settings
 from kosmos.engine.operator import Approval
+from kosmos.errors import UsageError
 from kosmos.events import CommandDecision, Event, Notice, RunStarted
 from kosmos.fleet.journal import Journal
 from kosmos.fleet.orchestrator import SessionParts
@@ -153,3 +156,22 @@ async def test_run_command_and_read_file_on_a_host_by_name(tmp_path: Path) -> No
         [k for k in ks if k in ("command_decision", "command_finished")] for ks in kinds
     ]
     assert all(SECRET not in f.read_text() for f in files)
+
+
+def test_a_fleet_host_file_another_journal_is_writing_is_refused(tmp_path: Path) -> None:
+    first, second = Journal(tmp_path / "fleet"), Journal(tmp_path / "fleet")
+    first.write(Notice(message="first", host="web1"))
+    with pytest.raises(UsageError) as refused:
+        second.write(Notice(message="second", host="web1"))
+    assert str(refused.value) == (
+        f"the transcript {tmp_path / 'fleet' / 'web1.jsonl'} is being written by another "
+        "kosmos run; wait for it to end, or give --transcript another path"
+    )
+    second.write(Notice(message="another host", host="web2"))
+    first.close()
+    second.write(Notice(message="now free", host="web1"))
+    second.close()
+    assert [e.message for e in read_transcript(tmp_path / "fleet" / "web1.jsonl")] == [
+        "first",
+        "now free",
+    ]

@@ -3,8 +3,9 @@
 Policies (issue: safety and recovery):
 
 * `ask`: every command waits for the operator.
-* `read-only`: commands the safety policy finds read-only run unasked; the rest are asked
-  for, and refused with the LLM told why when nobody can be asked (non-interactive).
+* `read-only`: commands the safety policy finds read-only run unasked, and so does a skill's
+  own script, inside the kernel lock (engine/skill_script.py); the rest are asked for, and
+  refused with the LLM told why when nobody can be asked (non-interactive).
 * `auto` (`--yes`): commands run unasked.
 * `locked`: commands run unasked inside the kernel lock (engine/locking.py); what it cannot
   hold (dangerous commands, reads through a local service's socket, sudo) needs a person.
@@ -31,6 +32,7 @@ from typing import Literal
 
 from kosmos.engine import locking
 from kosmos.engine.operator import Approval, CommandProposal, Operator
+from kosmos.engine.skill_script import SkillFiles
 from kosmos.events import CommandDecision, DecidedBy
 from kosmos.hosts.lock import HostLock
 from kosmos.hosts.runner import Lock
@@ -120,6 +122,8 @@ class ApprovalGate:
         self.host_lock = host_lock
         # Set by the operator's `a` answer (line mode) or the TUI toggle.
         self.auto_read_only = False
+        # The skill's files on the host, once the run has put them there (engine/context.py).
+        self.skill_files: SkillFiles | None = None
 
     async def decide(
         self, step: int, command: str, *, inferred: bool = False, rerun: bool = False
@@ -175,6 +179,8 @@ class ApprovalGate:
                     return Decision("refused", command, "policy", risk, told)
             elif risk == "read_only" and reads:
                 return Decision("run", command, "policy", risk, reason)
+            elif (script := self._skill_script(command, risk, kind)) is not None:
+                return script
             elif self.policy in ("read-only", "locked") and self.non_interactive:
                 key = (
                     "SKILL_REFUSED_READ_ONLY_MEMORY"
@@ -184,6 +190,23 @@ class ApprovalGate:
                 told = p[key].format(reason=reason)
                 return Decision("refused", command, "policy", risk, told)
         return await self._ask(step, command, risk, reason, inferred, kind, service)
+
+    def _skill_script(self, command: str, risk: Verdict, kind: ProposalKind) -> Decision | None:
+        """Under `read-only`, a line that runs one of the skill's own files runs unasked inside
+        the kernel lock, as under `locked`: what the file does is unknown, so the kernel decides
+        what it may do. None for any other line, or where the lock cannot hold it (then it is
+        asked for, or refused, as any write)."""
+        files = self.skill_files
+        if self.policy != "read-only" or kind != "command" or risk != "write" or files is None:
+            return None
+        name = files.script(command)
+        if name is None:
+            return None
+        held = self._held(command, risk, False, locked=True)
+        if held.why is not None or held.lock is None:
+            return None
+        why = f"the skill's own script {name}, inside the kernel lock"
+        return Decision("run", command, "policy", risk, why, lock=held.lock)
 
     def _held(
         self, command: str, risk: Verdict, service: bool, *, locked: bool, approved: bool = False

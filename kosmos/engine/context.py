@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from kosmos.engine.envelope import target_os
 from kosmos.engine.guard import neutralise
+from kosmos.engine.skill_script import SkillFiles
 from kosmos.errors import KosmosError
 from kosmos.events import Event, KnowledgeLoaded, Notice, SkillFolderReady
 from kosmos.hosts.knowledge import KnowledgeTimeout, load_knowledge
@@ -120,12 +121,13 @@ async def knowledge(
 
 async def skill_body(
     skill: Skill, runner: Runner, prompts: Prompts, *, timeout: float, emit: Emit
-) -> str:
-    """The skill's text for the Active Skill block; a skill with files beside its SKILL.md
-    gets them on the target first, and its block ends with their base directory."""
+) -> tuple[str, SkillFiles | None]:
+    """The skill's text for the Active Skill block, and where its files are on the target: a
+    skill with files beside its SKILL.md gets them there first, and its block ends with their
+    base directory."""
     placed = await place_folder(skill, runner, timeout=timeout)
     if placed is None:
-        return skill.body
+        return skill.body, None
     if placed.note:
         emit(Notice(message=placed.note))
     emit(
@@ -134,7 +136,7 @@ async def skill_body(
         )
     )
     folder = prompts.skill_folder(placed.base, list(placed.files))
-    return f"{skill.body}\n\n{folder}"
+    return f"{skill.body}\n\n{folder}", SkillFiles(placed.base, placed.files)
 
 
 async def memory_index(

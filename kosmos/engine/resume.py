@@ -56,6 +56,8 @@ class Resumed:
     # False when the new events go to another file: its first request then carries the
     # whole history, so that file alone can be resumed or replayed in turn.
     same_transcript: bool = True
+    # The recorded events: what was refused before, for the resumed run's end (shortfall.py).
+    earlier: tuple[Event, ...] = ()
 
     def describe(self) -> str:
         if self.rerun:

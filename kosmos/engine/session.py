@@ -21,6 +21,7 @@ from kosmos.engine.operator import Operator, Question
 from kosmos.engine.output import LLM_MAX_BYTES, LLM_MAX_LINES
 from kosmos.engine.parser import ACTION_TAGS, Parsed
 from kosmos.engine.protocols import ProtocolSwitched, StepProtocol, Turn, make_protocol
+from kosmos.engine.shortfall import Shortfall
 from kosmos.engine.sudo import SudoHelper
 from kosmos.errors import (
     EXIT_DONE,
@@ -134,6 +135,11 @@ class Session:
         self._kernel: str | None = None
         self.os_name: str | None = None
         self._turn = Turn(Reply(), None)  # the reply being acted on
+        self.shortfall = Shortfall(
+            policy=self.options.policy,
+            non_interactive=self.options.non_interactive,
+            scripts=lambda: self.gate.skill_files,
+        )
         self.protocol = protocol or make_protocol(
             self.options.protocol, provider, prompts, emit=self.emit, memory=self.options.memory
         )
@@ -245,7 +251,7 @@ class Session:
         try:
             if learnt.failed is not None:
                 raise learnt.failed
-            body = await context.skill_body(
+            body, self.gate.skill_files = await context.skill_body(
                 self.skill,
                 self.runner,
                 self.prompts,
@@ -256,6 +262,7 @@ class Session:
             if resume is None:
                 await self._start(learnt)
             else:
+                self.shortfall.seed(resume.earlier)
                 self._restore(resume)
             return await self._loop()
         except KosmosError as e:
@@ -278,7 +285,9 @@ class Session:
     # -- the loop ------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        self._emit(outgoing(event, self.runner.name, self.redactor))
+        event = outgoing(event, self.runner.name, self.redactor)
+        self.shortfall.observe(event)
+        self._emit(event)
 
     def _keep(self, *messages: Message) -> None:
         """Add to the history, redacted: what the LLM is sent never holds a known secret."""
@@ -364,6 +373,8 @@ class Session:
             self._turn = turn
             self._keep(self.protocol.assistant_message(turn))
             if parsed.kind == "done":
+                if (unmet := self.shortfall.ending()) is not None:
+                    raise unmet
                 self.state = "done"
                 return self._finish("done", parsed.text, EXIT_DONE)
             self._next_step(parsed)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +48,7 @@ def load_resume(path: Path, prompts: Prompts) -> Resumed | Planned:
     events = load_events(path, "--resume")
     if (planned := never_started(events, str(path))) is not None:
         return Planned(*planned)
-    return resume_state(events, prompts, source=str(path))
+    return replace(resume_state(events, prompts, source=str(path)), earlier=tuple(events))
 
 
 @dataclass
