@@ -13,8 +13,12 @@ run ran it.
 
 The decisions themselves (`Decisions`) are replayed the same way for `--replay` and for a fleet
 that follows its canary (`kosmos.fleet.canary`): a skip stays skipped and a refusal refused
-whatever the policy says now, an edit runs edited, and a recorded yes answers the question
-the policy asks (never a dangerous one's: that needs a person each time).
+whatever the policy says now, and an edit runs edited, judged here. A recorded yes stands only
+where it was made for this run: for `--replay`, only for what this run judges read-only (it
+then runs inside the kernel lock); every other command the recording ran, a person's yes or a
+policy's there, is asked again here (headless: refused unless --yes), since the file may have
+been edited and a yes given elsewhere covers nothing here. A dangerous command always needs a
+person each time.
 """
 
 from __future__ import annotations
@@ -231,7 +235,7 @@ class ReplayOperator:
         inner: Operator,
         active: Callable[[], bool] = lambda: True,
         *,
-        carries: Callable[[Recorded, CommandProposal], bool] = lambda r, p: True,
+        carries: Callable[[Recorded, CommandProposal], bool] = reads_here,
         by: DecidedBy = "replay",
         annotate: Callable[[CommandProposal], CommandProposal] = lambda p: p,
     ) -> None:
