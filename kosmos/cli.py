@@ -296,8 +296,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return _cmd_mcp(args)
         if args.command == "fleet":
             from kosmos.frontends.merge import merge_command
+            from kosmos.seal import key_bytes
 
-            return merge_command(args.dirs, json_out=args.json)
+            key = key_bytes(_settings(args).seal_key)
+            return merge_command(args.dirs, json_out=args.json, key=key)
         if args.command == "log":
             return _cmd_log(args)
     except KosmosError as e:

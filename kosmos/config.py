@@ -26,6 +26,9 @@ DEFAULT_MODEL = "CHEAP"
 # Environment variables a user may set (the first two are kosmos-panel's names).
 ENV_BASE_URL = "AI_KOSMOS_MODEL_BASE_URL"
 ENV_MODEL = "AI_MODEL"
+# The seal key (kosmos.seal), given as CI secrets are: a variable, or a file it names.
+ENV_SEAL_KEY = "KOSMOS_SEAL_KEY"
+ENV_SEAL_KEY_FILE = "KOSMOS_SEAL_KEY_FILE"
 ENV_API_KEYS = {
     "openai": ("KOSMOS_API_KEY", "OPENAI_API_KEY"),
     "gemini": ("KOSMOS_API_KEY", "GEMINI_API_KEY"),
@@ -153,6 +156,10 @@ class Settings(_Section, frozen=True, kw_only=True, dict=True):
     # directory; kosmos-panel's ./.kosmos-panel/memory when unset).
     memory: bool = False
     memory_dir: Path | None = None
+    # The key that signs the seals of transcripts and fleet.json (kosmos.seal): from
+    # KOSMOS_SEAL_KEY, or read from the file seal_key_file (or KOSMOS_SEAL_KEY_FILE) names.
+    seal_key: Secret | None = None
+    seal_key_file: Path | None = None
 
     @cached_property
     def chat_settings(self) -> ChatSettings:
@@ -177,7 +184,7 @@ class Settings(_Section, frozen=True, kw_only=True, dict=True):
 
         from kosmos.safety.secret_patterns import SECRET_KEY
 
-        found = [self.api_key] + [p.api_key for p in self.providers.values()]
+        found = [self.api_key, self.seal_key] + [p.api_key for p in self.providers.values()]
         values = [s.get_secret_value() for s in found if s is not None]
         tools = self.chat.get("tools") if isinstance(self.chat, dict) else None
         for tool in tools if isinstance(tools, list) else []:
@@ -254,6 +261,8 @@ ALLOWED = {
     "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
     "memory": "true or false: the memory prompt (Target OS block, memory notes) in every run",
     "memory_dir": "a directory for the memory notes (default ./.kosmos-panel/memory)",
+    "seal_key": "nothing: set the KOSMOS_SEAL_KEY environment variable, or seal_key_file",
+    "seal_key_file": "a file holding the key that signs transcripts and fleet.json",
 }
 
 
@@ -471,6 +480,15 @@ def load_settings(
         if env.get(name):
             from_env["api_key"] = env[name]
             break
+    if "seal_key" in merged:
+        raise ConfigError(
+            f"seal_key in {file_of.get('seal_key', 'a config file')}: a key is not kept in a "
+            "config file; set KOSMOS_SEAL_KEY, or name a file with seal_key_file"
+        )
+    if env.get(ENV_SEAL_KEY_FILE):
+        from_env["seal_key_file"] = env[ENV_SEAL_KEY_FILE]
+    if env.get(ENV_SEAL_KEY):
+        from_env["seal_key"] = env[ENV_SEAL_KEY]
     merged.update(from_env)
     merged.update({k: v for k, v in (flags or {}).items() if v is not None})
     if (flags or {}).get("base_url") is not None:
@@ -489,4 +507,19 @@ def load_settings(
     if settings.transcript_dir is None:
         settings = replace(settings, transcript_dir=state_dir(env, home) / "runs")
     memory_dir = (settings.memory_dir or DEFAULT_FOLDER).expanduser()
-    return replace(settings, memory_dir=cwd / memory_dir)
+    settings = replace(settings, memory_dir=cwd / memory_dir)
+    if settings.seal_key is None and settings.seal_key_file is not None:
+        settings = replace(settings, seal_key=_read_seal_key(settings.seal_key_file.expanduser()))
+    return settings
+
+
+def _read_seal_key(path: Path) -> Secret:
+    """The seal key from its file (its first line); ConfigError naming the file otherwise."""
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise ConfigError(f"seal_key_file {path}: cannot read it ({why}); check the path") from None
+    if not key:
+        raise ConfigError(f"seal_key_file {path}: empty; put the seal key in it")
+    return Secret(key)

@@ -205,6 +205,8 @@ class CommandDecision(Event, frozen=True, kw_only=True):
 
     `refused`: the policy would not let it run (the LLM is told `reason`). `asked`: a person
     said yes to exactly these bytes in this run; a command that runs otherwise runs unasked.
+    `all_hosts`: the person said it for every host of a fleet, not only this one (what a
+    canary's yes carries to the other hosts).
     """
 
     type: Literal["command_decision"] = "command_decision"
@@ -216,6 +218,7 @@ class CommandDecision(Event, frozen=True, kw_only=True):
     risk: Risk | None = None
     reason: str = ""
     asked: bool = False
+    all_hosts: bool = False
 
 
 class CommandStarted(Event, frozen=True, kw_only=True):

@@ -22,6 +22,7 @@ import msgspec
 
 from kosmos.errors import KosmosError, RecordError, UsageError, validation_problem
 from kosmos.events import Event, dump, parse_event
+from kosmos.seal import continued
 
 
 def default_path(directory: Path, skill: str, run_id: str) -> Path:
@@ -146,22 +147,31 @@ class AppendWriter:
             return False
 
 
+def event_line(event: Event) -> bytes:
+    """An event as its transcript line's JSON, without the newline or the seal."""
+    return json.dumps(dump(event), ensure_ascii=False).encode("utf-8")
+
+
 class Transcript:
     """Writes each event as one JSON line, fsynced within milliseconds (AppendWriter); a
-    killed run keeps all but the events of its last moments."""
+    killed run keeps all but the events of its last moments. Each line is sealed
+    (`kosmos.seal`), and with `key` signed; a resumed run's lines go on with the file's chain."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, key: bytes | None = None) -> None:
         self.path = path
         self._fd: int | None = open_append(path, "the transcript")
         self._writer = AppendWriter()
+        self._sealer = continued(path, key)
 
     def write(self, event: Event) -> None:
         """Append one event; RecordError (once) when the disk stopped taking them."""
         if self._fd is None or not event.persist:
             return
-        line = json.dumps(dump(event), ensure_ascii=False) + "\n"
+        line = event_line(event)
+        if self._sealer is not None:
+            line = self._sealer.seal(line)
         try:
-            self._writer.append(self._fd, line.encode("utf-8"))
+            self._writer.append(self._fd, line + b"\n")
         except WriteFailed as e:
             raise self._failed(e.error) from None
 

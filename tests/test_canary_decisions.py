@@ -179,7 +179,7 @@ def test_canary_from_refuses_other_parameters_or_another_skill_text(
     assert proc.returncode == 0, proc.stderr
 
 
-async def test_an_in_process_canarys_skip_and_edit_carry_to_the_others(
+async def test_an_in_process_canarys_skip_carries_and_its_yes_covers_the_canary_only(
     llm: ScriptedLLM, tmp_path: Path
 ) -> None:
     names = ["canary", "b", "c"]
@@ -190,7 +190,7 @@ async def test_an_in_process_canarys_skip_and_edit_carry_to_the_others(
 
     def operator(spec: HostSpec) -> ScriptOperator:
         if spec.name != "canary":
-            return ScriptOperator()  # would say yes to anything it is asked
+            return ScriptOperator()  # says yes to anything it is asked
         return ScriptOperator(
             approvals=[Approval.run(), Approval.skip(), Approval.edit("ls edit.txt")]
         )
@@ -213,11 +213,118 @@ async def test_an_in_process_canarys_skip_and_edit_carry_to_the_others(
         assert (root / name / "keep.txt").exists() and (root / name / "edit.txt").exists()
         assert (root / name / "ran.txt").exists()
         decided = [(e.decision, e.command, e.by) for e in run.of(name, CommandDecision)]
+        # The canary's skip carries; its yes and its edit were for the canary: each host's
+        # own person was asked about them (here a script that says yes).
         assert decided == [
-            ("run", "touch ran.txt", "canary"),
+            ("run", "touch ran.txt", "operator"),
             ("skip", "rm -f keep.txt", "canary"),
-            ("edit", "ls edit.txt", "canary"),
+            ("edit", "ls edit.txt", "operator"),
         ]
-        # Their own operators were never asked: the canary's person decided for the fleet.
-        assert run.operators[name].proposals == []
+        asked = run.operators[name].proposals
+        assert [p.command for p in asked] == ["touch ran.txt", "ls edit.txt"]
+        # The prompt says whose yes it was: the canary's, for the canary only.
+        assert {p.canary for p in asked} == {"canary"}
         assert run.host(name).mode == "replay"
+
+
+async def test_a_canary_yes_for_all_hosts_runs_on_the_others_unasked(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    names = ["canary", "b"]
+    root = host_dirs(tmp_path, names)
+    llm.default = scripted(("[CMD] touch ran.txt", "[DONE] fine"))
+
+    def operator(spec: HostSpec) -> ScriptOperator:
+        if spec.name != "canary":
+            return ScriptOperator(approvals=[Approval.skip()])  # would say no
+        return ScriptOperator(approvals=[Approval("run", all_hosts=True)])
+
+    run = await run_fleet(
+        llm.base_url,
+        names,
+        open_runner=Hosts(root),
+        canary="canary",
+        make_operator=operator,
+        options=SessionOptions(policy="ask"),
+    )
+    assert run.result.exit_code == 0, run.result
+    assert (root / "b" / "ran.txt").exists()
+    [canary] = run.of("canary", CommandDecision)
+    assert (canary.by, canary.asked, canary.all_hosts) == ("operator", True, True)
+    [other] = run.of("b", CommandDecision)
+    assert (other.decision, other.by, other.asked) == ("run", "canary", False)
+    assert run.operators["b"].proposals == []
+
+
+async def test_a_waiting_hosts_prompt_shows_how_its_output_differs_from_the_canarys(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    names = ["staging", "prod"]
+    root = host_dirs(tmp_path, names)
+    (root / "staging" / "ROLE").write_text("staging\n")
+    (root / "prod" / "ROLE").write_text("production\n")
+    (root / "staging" / "data.txt").write_text("disposable\n")
+    (root / "prod" / "data.txt").write_text("precious\n")
+    llm.default = scripted(("[CMD] cat ROLE", "[CMD] rm -f data.txt", "[DONE] cleaned"))
+
+    def operator(spec: HostSpec) -> ScriptOperator:
+        # The canary's person says y to both; prod's person, shown the difference, says no.
+        if spec.name == "staging":
+            return ScriptOperator()
+        return ScriptOperator(approvals=[Approval.run(), Approval.skip()])
+
+    run = await run_fleet(
+        llm.base_url,
+        names,
+        open_runner=Hosts(root),
+        canary="staging",
+        make_operator=operator,
+        options=SessionOptions(policy="ask"),
+    )
+    assert not (root / "staging" / "data.txt").exists()
+    assert (root / "prod" / "data.txt").read_text() == "precious\n"
+    asked = run.operators["prod"].proposals
+    assert [p.command for p in asked] == ["cat ROLE", "rm -f data.txt"]
+    assert asked[0].differs == ""  # nothing ran on prod before it
+    assert asked[1].differs.splitlines() == [
+        "`cat ROLE` printed other output here than on the canary staging",
+        "-staging",
+        "+production",
+    ]
+    [*_, skipped] = run.of("prod", CommandDecision)
+    assert (skipped.decision, skipped.by) == ("skip", "operator")
+
+
+def test_line_mode_y_on_the_canary_runs_there_only_and_shows_the_others_difference(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    from tests.test_fleet_cli import converse
+
+    skills, inventory = _project(tmp_path, ["web1", "web2", "web3"])
+    # The hosts share this folder: the canary's write changes what the others then read.
+    (tmp_path / "ROLE").write_text("staging\n")
+    # The last reply is web2's and web3's own report: their outputs differ from the canary's.
+    llm.script(
+        "[CMD] cat ROLE",
+        "[CMD] echo production > ROLE; echo x >> writes.txt",
+        "[DONE] ok",
+        "[DONE] ok",
+    )
+    code, _, err = converse(
+        ["run", "probe", "--skills-dir", str(skills), "-i", str(inventory), "--hosts", "all",
+         "--canary", "web1", "--policy", "read-only", "--transcript", str(tmp_path / "fleet")],
+        env=cli_env,
+        cwd=tmp_path,
+        replies=[("(a: all hosts, 1 waiting)", "y"), ("the yes on the canary ran it on", "a")],
+    )  # fmt: skip
+    assert code == 0, err
+    after_canary = err[: err.index("the yes on the canary")]
+    assert after_canary.count("Run? [y/N/a/e]") == 1  # the canary's own question
+    assert "web1 only: this asks for yours" in err  # after the prompt the test answered
+    assert "`cat ROLE` printed other output here than on the canary web1:" in err
+    assert "-staging" in err and "+production" in err
+    # `a` ran it on the two that waited; the canary's `y` alone ran it on none of them.
+    assert (tmp_path / "writes.txt").read_text() == "x\n" * 3
+    for host in ("web2", "web3"):
+        [*_, write] = _decisions(tmp_path / "fleet" / f"{host}.jsonl")
+        assert write[3] in ("operator", "standing"), write

@@ -319,7 +319,7 @@ def test_killed_run_leaves_an_intact_transcript(
         project,
     )
     _wait_for(transcript, '"command_started", "ts"')
-    _wait_for(transcript, '"command": "sleep 30"}')  # its command_started line
+    _wait_for(transcript, '"command": "sleep 30","seal":"')  # its command_started line
     proc.kill()
     proc.communicate(timeout=10)
     events = read_transcript(transcript)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kosmos.errors import EXIT_PIPE, EXIT_RECORD, EXIT_USAGE
+from kosmos.seal import seal_document
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.fleethelpers import scripted
@@ -83,21 +84,18 @@ def test_every_subcommand_exits_quietly_with_141_when_its_reader_is_gone(
     llm.default = "[DONE] ok"
     merged = tmp_path / "run"
     merged.mkdir()
-    (merged / "fleet.json").write_text(
-        json.dumps(
-            {
-                "type": "result",
-                "scope": "fleet",
-                "status": "done",
-                "exit_code": 0,
-                "message": "1 of 1 hosts done",
-                "duration_s": 1.0,
-                "counts": {"done": 1},
-                "hosts": [],
-                "skill": "probe",
-            }
-        )
-    )
+    result = {
+        "type": "result",
+        "scope": "fleet",
+        "status": "done",
+        "exit_code": 0,
+        "message": "1 of 1 hosts done",
+        "duration_s": 1.0,
+        "counts": {"done": 1},
+        "hosts": [],
+        "skill": "probe",
+    }
+    (merged / "fleet.json").write_text(json.dumps(seal_document(result, {}, None)))
     for args in (
         ["skills", "list"],
         ["skills", "show", "probe"],

@@ -320,6 +320,28 @@ async def test_run_skill_on_a_canary_fleet_gives_each_host_its_own_report(
     ]
 
 
+async def test_a_yes_on_the_canary_for_this_host_only_leaves_the_others_asked(
+    served: Served, sshd: Sshd
+) -> None:
+    def step(request: Recorded) -> str:
+        said = [m for m in request.messages if m.get("role") == "assistant"]
+        return "[CMD] echo once >> ~/canary-only.log" if not said else "[DONE] logged"
+
+    served.llm.default = step
+    served.person.asked.clear()
+    # Yes on the canary, for it only; whatever the others ask next is declined.
+    served.person.will("accept", {"run": True, "all_hosts": False})
+    result = await served.client.call_tool(
+        "run_skill", {"skill": "probe", "hosts": ["box", "box2", "box3"], "canary": "box"}
+    )
+    assert not result.is_error, _text(result)
+    assert (sshd.remote_home / "canary-only.log").read_text() == "once\n"
+    first, *others = served.person.asked
+    assert "on box?" in first.message
+    # The others were asked here, each question saying the canary's yes covered the canary.
+    assert others and all("ran it on box only" in a.message for a in others)
+
+
 async def test_cancelling_a_call_ends_the_command_on_the_host(served: Served, sshd: Sshd) -> None:
     marker = "sleep 1777"
     call = asyncio.ensure_future(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kosmos.seal import Sealer
 from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
 from tests.test_bad_input import _inventory, _one_line, _skills
@@ -71,16 +72,26 @@ def test_merge_checks_fleet_json_against_its_transcripts(
         proc = run_cli(["fleet", "merge", str(one), str(two)], env=cli_env, cwd=tmp_path)
         return _one_line(proc)
 
-    # The transcript says the host failed; fleet.json says done.
+    # The transcript made to say the host failed: its seal no longer verifies there.
     kept = transcript.read_text()
     lines = kept.splitlines(keepends=True)
-    end = json.loads(lines[-1])
-    assert end["type"] == "result"
-    lines[-1] = json.dumps({**end, "status": "failed", "exit_code": 1}) + "\n"
+    assert json.loads(lines[-1])["type"] == "result"
+    lines[-1] = lines[-1].replace('"status": "done"', '"status": "failed"')
     transcript.write_text("".join(lines))
     assert merge() == (
-        f"kosmos: {transcript}: says {host['host']} ended failed, but fleet.json says "
-        f"{host['host']} ended done; the run directory was changed after the run"
+        f"kosmos: {transcript} line {len(lines)} does not verify: the file was edited after it "
+        "was written"
+    )
+    # Sealed anew by whoever edited it: fleet.json's seal names another end of its chain.
+    sealer = Sealer(None)
+    resealed = [
+        sealer.seal(line.rstrip("\n").rsplit(',"seal":"', 1)[0].encode() + b"}") + b"\n"
+        for line in lines
+    ]
+    transcript.write_bytes(b"".join(resealed))
+    assert merge() == (
+        f"kosmos: {transcript}: its seal ends otherwise than fleet.json's seal says: the run "
+        "directory was changed after the run"
     )
     transcript.unlink()
     assert merge() == (

@@ -182,18 +182,21 @@ def test_replay_of_a_resumed_run_reruns_the_lost_command_only_as_the_operator_di
     assert proc.returncode == 0, proc.stderr
     (project / "slow.pid").unlink()
     offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
-    proc = run_cli(
-        ["run", "probe", "--replay", str(transcript), "--non-interactive", "--json"],
-        env=offline,
-        cwd=project,
-    )
+    replay = ["run", "probe", "--replay", str(transcript), "--json"]
+    # Headless, the resuming operator's yes is not this run's: nothing reruns without one.
+    proc = run_cli([*replay, "--non-interactive"], env=offline, cwd=project)
+    assert proc.returncode == 4, proc.stderr
+    assert not (project / "slow.pid").exists()
+    # At the terminal the person is asked again, as the resuming operator was.
+    proc = run_cli(replay, env=offline, cwd=project, stdin="y\n")
     assert proc.returncode == 0, proc.stderr
-    assert (project / "slow.pid").exists()  # the operator ran it again when resuming
+    assert (project / "slow.pid").exists()
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     decisions = [
         (x["step"], x["decision"], x["by"]) for x in lines if x["type"] == "command_decision"
     ]
-    assert decisions == [(1, "run", "replay"), (2, "run", "replay")]
+    # The read runs as recorded (in the lock); the write, by this run's person.
+    assert decisions == [(1, "run", "replay"), (2, "run", "operator")]
 
 
 def test_resume_after_llm_outage_sends_the_same_conversation(
@@ -512,11 +515,14 @@ def test_replay_allows_reads_and_notes_as_the_operator_did(
     assert proc.returncode == 0, proc.stderr
     (project / ".kosmos-panel/memory/MEMORY_f.md").unlink()
     offline = {**cli_env, "AI_KOSMOS_MODEL_BASE_URL": "http://127.0.0.1:9/v1"}
-    proc = run_cli(
-        ["run", "probe", "--replay", str(recorded), "--non-interactive", "--json"],
-        env=offline,
-        cwd=project,
-    )
+    replay = ["run", "probe", "--replay", str(recorded), "--json"]
+    # Headless: the read is allowed as recorded; the note written on a yes given in the
+    # recording is not written without one given here.
+    proc = run_cli([*replay, "--non-interactive"], env=offline, cwd=project)
+    assert proc.returncode == 4, proc.stderr
+    assert "[STORE] MEMORY_f.md" in proc.stderr
+    assert not (project / ".kosmos-panel/memory/MEMORY_f.md").exists()
+    proc = run_cli(replay, env=offline, cwd=project, stdin="y\n")
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     done = [
@@ -524,7 +530,7 @@ def test_replay_allows_reads_and_notes_as_the_operator_did(
     ]
     assert done == [
         ("file_read", "done", "replay"),
-        ("memory", "done", "replay"),
+        ("memory", "done", "operator"),
         ("memory", "skipped", "replay"),
     ]
     assert (project / ".kosmos-panel/memory/MEMORY_f.md").read_text() == "alpha\n"

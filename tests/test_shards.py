@@ -10,6 +10,7 @@ import pytest
 
 from kosmos.errors import UsageError
 from kosmos.fleet.shard import Shard, parse_shard
+from kosmos.seal import seal_document
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
@@ -156,22 +157,20 @@ def _fleet_dir(
          "message": "", "mode": "llm"}
         for h in hosts
     ]  # fmt: skip
-    (d / "fleet.json").write_text(
-        json.dumps(
-            {
-                "type": "result",
-                "scope": "fleet",
-                "status": "done",
-                "exit_code": code,
-                "message": "",
-                "duration_s": 1.0,
-                "counts": {},
-                "hosts": host_rows,
-                "skill": skill,
-                "shard": shard,
-            }
-        )  # fmt: skip
-    )
+    result = {
+        "type": "result",
+        "scope": "fleet",
+        "status": "done",
+        "exit_code": code,
+        "message": "",
+        "duration_s": 1.0,
+        "counts": {},
+        "hosts": host_rows,
+        "skill": skill,
+        "shard": shard,
+    }
+    # Sealed as a shard's run seals it (its hosts name no transcript).
+    (d / "fleet.json").write_text(json.dumps(seal_document(result, {}, None)))
     return d
 
 

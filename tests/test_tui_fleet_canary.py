@@ -53,8 +53,13 @@ async def test_the_canary_picked_by_key_runs_first_and_the_others_replay_it(
         assert screen.bar.request.proposal.host == "web2"
         assert [screen.table.state_of(n) for n in ("web1", "web3")] == ["queued", "queued"]
         assert not bindings(screen).get("Canary", False)  # picked before the start only
+        # Enter runs it on the canary only: the other two then wait on it, asked once.
         await pilot.press("enter")
-        # The canary's yes is replayed: the others run its command without asking again.
+        await until(pilot, waiting_on(app, "echo one", 2), "the others waiting on it")
+        assert set(screen.bar.hosts) == {"web1", "web3"}
+        text = str(screen.query_one("#approval-text").render())
+        assert "the yes on the canary ran it on web2 only" in text
+        await pilot.press("A")
         await until(pilot, fleet_done(app), "the summary")
         result = screen.controller.result
         assert {h.host: h.status for h in result.hosts} == dict.fromkeys(names, "done")

@@ -93,13 +93,20 @@ def test_the_tui_shows_the_escapes_of_a_command(
     term.keys("C-q")
 
 
+def sealed(result: dict) -> str:
+    """A fleet.json as a shard seals it (its hosts name no transcript)."""
+    from kosmos.seal import seal_document
+
+    return json.dumps(seal_document(result, {}, None))
+
+
 def test_names_from_files_cannot_redraw_a_table(cli_env: dict, tmp_path: Path) -> None:
     # A fleet.json and a skill folder someone else wrote.
     run = tmp_path / "run-shard-1-of-1"
     run.mkdir()
     evil = f"web1{ESC}[2K{ESC}[1A"
     (run / "fleet.json").write_text(
-        json.dumps(
+        sealed(
             {
                 "type": "result",
                 "scope": "fleet",

@@ -27,7 +27,7 @@ yes to exactly these bytes) or unasked.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from kosmos.engine import locking
@@ -80,6 +80,8 @@ class Decision:
     asked: bool = False
     # The kernel lock it runs in: set when it runs without a person's yes.
     lock: Lock | None = None
+    # A person said it for every host of the fleet ("all hosts"), not only this one.
+    all_hosts: bool = False
 
     def event(self, step: int, proposed: str) -> CommandDecision:
         return CommandDecision(
@@ -91,6 +93,7 @@ class Decision:
             risk=self.risk,
             reason=self.reason,
             asked=self.asked,
+            all_hosts=self.all_hosts,
         )
 
 
@@ -259,7 +262,8 @@ class ApprovalGate:
                 return self._unconfirmed(command, risk, reason, approval.typed)
             if approval.action == "run" or not approval.command or approval.command == command:
                 action: Literal["run", "edit"] = "run" if command == proposed else "edit"
-                return self._answered(action, command, by, risk, reason, kind, service, asked)
+                decided = self._answered(action, command, by, risk, reason, kind, service, asked)
+                return _for_all(decided, approval)
             # The operator typed a different command: judge that one, and ask again only
             # when it needs more than the approval just given (it became dangerous).
             command = approval.command
@@ -267,9 +271,10 @@ class ApprovalGate:
             if edited.verdict == "dangerous" and risk != "dangerous":
                 risk, reason, inferred = edited.verdict, edited.reason, False
                 continue
-            return self._answered(
+            decided = self._answered(
                 "edit", command, by, edited.verdict, edited.reason, kind, edited.service, asked
             )
+            return _for_all(decided, approval)
         return Decision("skip", command, "operator", risk, reason)
 
     def _confirmed(self, approval: Approval) -> bool:
@@ -305,3 +310,10 @@ class ApprovalGate:
             told = self.prompts["SKILL_REFUSED_LOCK"].format(reason=held.why)
             return Decision("refused", command, "policy", risk, told)
         return Decision(action, command, by, risk, reason, asked, lock=held.lock)
+
+
+def _for_all(decision: Decision, approval: Approval) -> Decision:
+    """A decision that runs, marked as said for every host where the approval was."""
+    if approval.all_hosts and decision.action in ("run", "edit"):
+        return replace(decision, all_hosts=True)
+    return decision

@@ -27,6 +27,11 @@ class CommandProposal:
     # note written or deleted on this machine) are allowed or not, never edited; `command`
     # then shows the directive (`[GET-FILE] /etc/hosts`).
     kind: Literal["command", "file", "memory"] = "command"
+    # A fleet's host replaying its canary: the canary whose person ran this there only (a `y`
+    # covers the host it was shown for), and how this host's earlier output differs from the
+    # canary's (a short diff), for the prompt to say.
+    canary: str | None = None
+    differs: str = ""
 
     @property
     def what(self) -> str:
@@ -42,7 +47,8 @@ class Approval:
     `auto_read_only`: also run read-only commands unasked from now on. `typed`: what the
     person typed to confirm a dangerous command, as typed (the gate, not the front end, checks
     that it is the host's name). `by`: who answered; anything but a person at this run says
-    so (`replay`, `standing`, `canary`), and what it approves runs unasked.
+    so (`replay`, `standing`, `canary`), and what it approves runs unasked. `all_hosts`: the
+    person said it for every host of the fleet ("all hosts"), not only the one shown.
     """
 
     action: Literal["run", "skip", "edit"]
@@ -50,6 +56,7 @@ class Approval:
     auto_read_only: bool = False
     typed: str | None = None
     by: DecidedBy = "operator"
+    all_hosts: bool = False
 
     @classmethod
     def run(cls, *, typed: str | None = None) -> Approval:

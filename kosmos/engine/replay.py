@@ -13,8 +13,12 @@ run ran it.
 
 The decisions themselves (`Decisions`) are replayed the same way for `--replay` and for a fleet
 that follows its canary (`kosmos.fleet.canary`): a skip stays skipped and a refusal refused
-whatever the policy says now, an edit runs edited, and a recorded yes answers the question
-the policy asks (never a dangerous one's: that needs a person each time).
+whatever the policy says now, and an edit runs edited, judged here. A recorded yes stands only
+where it was made for this run: for `--replay`, only for what this run judges read-only (it
+then runs inside the kernel lock); every other command the recording ran, a person's yes or a
+policy's there, is asked again here (headless: refused unless --yes), since the file may have
+been edited and a yes given elsewhere covers nothing here. A dangerous command always needs a
+person each time.
 """
 
 from __future__ import annotations
@@ -202,8 +206,19 @@ class ReplayProvider:
         return None
 
 
+Recorded = CommandDecision | FileRead | MemoryAction
+
+
+def reads_here(recorded: Recorded, proposal: CommandProposal) -> bool:
+    """`--replay`: a recorded yes stands only for what this run judges read-only, which then
+    runs inside the kernel lock; whatever else the recording ran (a person's yes, or a policy's
+    there) is asked again here: it was decided elsewhere, and the file may have been edited."""
+    return proposal.risk == "read_only"
+
+
 class ReplayOperator:
-    """Answers as the recorded operator did; what the recording lacks goes to `inner`.
+    """Answers as the recorded operator did, where `carries` lets a recorded yes stand here;
+    what the recording lacks, or does not let stand, goes to `inner`.
 
     It says yes to the command (or the edit) that was run at the step, allows or skips a file
     read or memory write as was done, and gives the recorded answer to the same question.
@@ -211,6 +226,7 @@ class ReplayOperator:
     path asks its own operator). A dangerous command always goes to `inner`: a confirmation
     typed for another host or another day does not count. Its approvals say `by` (`replay`, or
     `canary` on a fleet's host): nobody said yes here, so what they approve runs unasked.
+    `annotate` adds to a proposal handed to `inner` what its prompt should say.
     """
 
     def __init__(
@@ -219,18 +235,16 @@ class ReplayOperator:
         inner: Operator,
         active: Callable[[], bool] = lambda: True,
         *,
-        people_only: bool = False,
+        carries: Callable[[Recorded, CommandProposal], bool] = reads_here,
         by: DecidedBy = "replay",
+        annotate: Callable[[CommandProposal], CommandProposal] = lambda p: p,
     ) -> None:
         self.decided = decided
         self.inner = inner
         self.active = active
         self.by = by
-        # Whose run counts as a yes: anyone's for a replay of one's own recording; for a
-        # canary's, only a person's, there or through a replay or a fleet's approval (what its
-        # policy ran unasked, this host's policy judges).
-        people: tuple[DecidedBy, ...] = ("operator", "replay", "standing", "canary")
-        self.yes_by = people if people_only else (*people, "policy")
+        self.carries = carries
+        self.annotate = annotate
 
     async def approve(self, proposal: CommandProposal) -> Approval:
         if not self.active() or proposal.risk == "dangerous":
@@ -242,11 +256,11 @@ class ReplayOperator:
         if (
             recorded is not None
             and recorded.decision in ("run", "edit")
-            and recorded.by in self.yes_by
             and proposal.command == recorded.command
+            and self.carries(recorded, proposal)
         ):
             return Approval("run", by=self.by)
-        return await self.inner.approve(proposal)
+        return await self.inner.approve(self.annotate(proposal))
 
     async def _allow(self, proposal: CommandProposal) -> Approval:
         """A file read or memory write as the recorded operator allowed it (or not)."""
@@ -258,8 +272,12 @@ class ReplayOperator:
             or recorded.status == "refused"
             or target not in proposal.command
         ):
-            return await self.inner.approve(proposal)
-        return Approval("skip" if recorded.status == "skipped" else "run", by=self.by)
+            return await self.inner.approve(self.annotate(proposal))
+        if recorded.status == "skipped":
+            return Approval("skip", by=self.by)
+        if not self.carries(recorded, proposal):
+            return await self.inner.approve(self.annotate(proposal))
+        return Approval("run", by=self.by)
 
     async def answer(self, question: Question) -> str | None:
         recorded = self.decided.answers.get(question.step) if self.active() else None

@@ -7,10 +7,13 @@ proposal to the shared `ApprovalBroker`, which asks the front end one question a
 groups the hosts waiting on the same command, so that the front end can offer "run on all N".
 
 A "run on all" decision also stands for hosts that propose the same command later in the
-run. On every host but the one the operator was shown it is a standing approval
-(`by="standing"`): nobody looked at that host, so what it approves runs unasked there. A
-dangerous command is never decided for a group: every host is asked on its own, and the
-front end asks for that host's name (the safety rule, which the gate checks).
+run; a `y` covers only the host it was shown for. On every host but the one the operator was
+shown it is a standing approval (`by="standing"`): nobody looked at that host, so what it
+approves runs unasked there. A host that replays its canary and reaches a command the canary's
+person ran there only waits here too, with what the prompt must say: the canary it was decided
+on, and where this host's earlier output differed from the canary's. A dangerous command is
+never decided for a group: every host is asked on its own, and the front end asks for that
+host's name (the safety rule, which the gate checks).
 """
 
 from __future__ import annotations
@@ -39,10 +42,17 @@ class FleetApproval:
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """One proposal shown to the operator, with the other hosts waiting on the same command."""
+    """One proposal shown to the operator, with the other hosts waiting on the same command.
+
+    `canary`: the canary whose person ran it there only (these hosts replay its run);
+    `differs`: each waiting host whose earlier output differed from the canary's, with a short
+    diff of the first such output.
+    """
 
     proposal: CommandProposal
     hosts: tuple[str, ...]
+    canary: str | None = None
+    differs: tuple[tuple[str, str], ...] = ()
 
     @property
     def dangerous(self) -> bool:
@@ -51,6 +61,21 @@ class ApprovalRequest:
     @property
     def count(self) -> int:
         return len(self.hosts)
+
+    def notes(self, most: int = 3) -> list[str]:
+        """What the prompt says beside the command: that the canary's `y` covered the canary
+        only, and each waiting host (up to `most`) whose earlier output differed from the
+        canary's, with the difference."""
+        lines: list[str] = []
+        if self.canary is not None:
+            lines.append(f"the yes on the canary ran it on {self.canary} only: this asks for yours")
+        for host, diff in self.differs[:most]:
+            first, *rest = diff.split("\n")
+            lines.append(f"{host}: {first}:")
+            lines.extend(f"    {line}" for line in rest)
+        if len(self.differs) > most:
+            lines.append(f"… and {len(self.differs) - most} more host(s) whose output differs")
+        return lines
 
 
 @dataclass(frozen=True)
@@ -109,6 +134,14 @@ def _key(proposal: CommandProposal) -> tuple[str, bool]:
     return (proposal.command, proposal.inferred)
 
 
+def _request(group: list[CommandProposal]) -> ApprovalRequest:
+    """The request for proposals of one command, the first one shown."""
+    head = group[0]
+    canary = next((p.canary for p in group if p.canary), None)
+    differs = tuple((p.host, p.differs) for p in group if p.differs)
+    return ApprovalRequest(head, tuple(p.host for p in group), canary, differs)
+
+
 class ApprovalBroker:
     """Serializes the fleet's questions to one front end and fans one decision out to many."""
 
@@ -134,22 +167,14 @@ class ApprovalBroker:
         groups: dict[tuple[str, bool], list[_Pending]] = {}
         for p in self._pending:
             groups.setdefault(_key(p.proposal), []).append(p)
-        return [
-            ApprovalRequest(ps[0].proposal, tuple(p.proposal.host for p in ps))
-            for ps in groups.values()
-        ]
+        return [_request([p.proposal for p in ps]) for ps in groups.values()]
 
     async def approve(self, proposal: CommandProposal) -> Approval:
         """A host's proposal: decided by a standing approval, or queued for the operator."""
         # The policy may not have judged it (an older engine); the danger rule holds anyway.
         if proposal.risk != "dangerous" and assess(proposal.command).verdict == "dangerous":
-            proposal = CommandProposal(
-                step=proposal.step,
-                command=proposal.command,
-                host=proposal.host,
-                inferred=proposal.inferred,
-                risk="dangerous",
-                reason=assess(proposal.command).reason,
+            proposal = dataclasses.replace(
+                proposal, risk="dangerous", reason=assess(proposal.command).reason
             )
         standing = self._standing.get(_key(proposal))
         if standing is not None and proposal.risk != "dangerous":
@@ -171,7 +196,7 @@ class ApprovalBroker:
         The hosts it decides were not shown to the operator: their approval says `standing`.
         """
         key = (command, inferred)
-        approval = dataclasses.replace(approval, by="standing")
+        approval = dataclasses.replace(approval, by="standing", all_hosts=True)
         if approval.action != "skip":
             self._standing[key] = approval
         count = 0
@@ -188,27 +213,31 @@ class ApprovalBroker:
                 return
             prop = head.proposal
             if prop.risk == "dangerous":
-                hosts: tuple[str, ...] = (prop.host,)
+                group = [prop]
             else:
-                hosts = tuple(
-                    p.proposal.host
+                group = [
+                    p.proposal
                     for p in self._pending
                     if _key(p.proposal) == _key(prop)
                     and p.proposal.risk != "dangerous"
                     and not p.future.done()
-                )
+                ]
             try:
                 async with self._lock:
-                    decision = await self.desk.decide(ApprovalRequest(prop, hosts))
+                    decision = await self.desk.decide(_request(group))
             except BaseException as e:  # handed to the waiting session
                 if not head.future.done():
                     head.future.set_exception(e)
                 if isinstance(e, asyncio.CancelledError):
                     raise
                 continue
+            everywhere = decision.scope == "all" and prop.risk != "dangerous"
             if not head.future.done():
-                head.future.set_result(decision.approval)
-            if decision.scope == "all" and prop.risk != "dangerous":
+                approval = decision.approval
+                if everywhere:
+                    approval = dataclasses.replace(approval, all_hosts=True)
+                head.future.set_result(approval)
+            if everywhere:
                 self.decide_all(prop.command, decision.approval, inferred=prop.inferred)
 
     async def answer(self, host: str, question: Question) -> str | None:

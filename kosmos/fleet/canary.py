@@ -3,10 +3,15 @@
 A replayed host gets the canary's replies in order from a `CanaryProvider`, and the canary's
 decisions as `--replay` takes a recording's (`kosmos.engine.replay`): what the canary's
 operator or policy skipped is skipped, what was refused is refused with the same words, an edit
-runs edited, a yes answers where this host's policy asks, and so do the canary's answers. Its
-commands still run for real, under its own policy; a dangerous one needs this host's person.
-What the canary's decisions decide here says `by: canary`, and what they let run without this
-host's person runs inside its kernel lock. As soon as the host decides otherwise than the
+runs edited, and the canary's answers answer. A yes covers what it said: the canary's person's
+`y` ran the command on the canary only, so where this host's policy asks, this host waits for
+the fleet's person (with the other hosts that reach it: one question, "all hosts" one key);
+only a yes given for all hosts answers here, and from a transcript (`--canary-from`) only when
+its seal verified with the operator's key (`trusted`). Its commands still run for real, under
+its own policy; a dangerous one needs this host's person. What the canary's decisions decide
+here says `by: canary`, and what they let run without this host's person runs inside its kernel
+lock where it reads. Where this host's output differs from the canary's, the first difference
+is kept (`differs`) for the prompt to show. As soon as the host decides otherwise than the
 canary did, or one of its commands ends differently (another exit status, a timeout), it
 diverges: from then on its requests go to the real LLM, which sees the whole conversation so
 far with this host's own outputs, and its own operator decides.
@@ -21,14 +26,16 @@ another skill, with another SKILL.md text, other parameters, prompt or step prot
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 from typing import TYPE_CHECKING, Any
 
 from msgspec.structs import replace
 
-from kosmos.engine.operator import Operator
-from kosmos.engine.replay import Decisions, ReplayGate, ReplayOperator
+from kosmos.engine.operator import CommandProposal, Operator
+from kosmos.engine.replay import Decisions, Recorded, ReplayGate, ReplayOperator
 from kosmos.errors import UsageError
 from kosmos.events import (
     CommandDecision,
@@ -54,6 +61,7 @@ class RecordedCommand:
     command: str
     exit_code: int | None
     timed_out: bool = False
+    output: str = ""
 
 
 @dataclass
@@ -70,6 +78,9 @@ class CanaryRecord:
     conversation: Conversation = field(default_factory=Conversation)
     # The reports made for the hosts replaying this record, shared by all of them.
     reports: Reports = field(default_factory=Reports)
+    # Its "all hosts" decisions stand on the other hosts: kept in this process, or read from a
+    # transcript whose seal verified with the operator's key.
+    trusted: bool = True
 
     def observe(self, event: Event) -> None:
         """Feed every event of the canary's session, in order."""
@@ -93,7 +104,12 @@ class CanaryRecord:
                 self.reports.seed(self.keys[-1], self.replies[-1], self.host)
         elif isinstance(event, CommandFinished):
             self.commands.append(
-                RecordedCommand(event.command, event.exit_code, event.timed_out or event.cancelled)
+                RecordedCommand(
+                    event.command,
+                    event.exit_code,
+                    event.timed_out or event.cancelled,
+                    event.output,
+                )
             )
 
     def check(
@@ -181,6 +197,8 @@ class Replay:
         self._emit = emit
         self.host = host
         self.diverged_at: int | None = None
+        # The first of this host's outputs that differed from the canary's, as a short diff.
+        self.differs = ""
         self._replies = 0
         self._commands = 0
         self._concluded = False
@@ -189,10 +207,38 @@ class Replay:
         self.report_from = OWN
         self.conversation = Conversation()
         self.provider = CanaryProvider(self)
-        # The canary's answers and yes while this host follows it; its own operator after.
-        # Nobody looked at this host: what the canary's decisions let run here runs unasked.
+        # The canary's answers and its "all hosts" yes while this host follows it; its own
+        # operator after. What the canary's decisions let run here runs unasked.
         self.operator = ReplayOperator(
-            record.decided, operator, lambda: self.following, people_only=True, by="canary"
+            record.decided,
+            operator,
+            lambda: self.following,
+            carries=self._carries,
+            by="canary",
+            annotate=self._annotate,
+        )
+
+    def _carries(self, recorded: Recorded, proposal: CommandProposal) -> bool:
+        """A yes the canary's person gave for every host (never one for the canary only)."""
+        return (
+            self.record.trusted
+            and isinstance(recorded, CommandDecision)
+            and recorded.all_hosts
+            and recorded.by in ("operator", "standing")
+        )
+
+    def _annotate(self, proposal: CommandProposal) -> CommandProposal:
+        """What this host's prompt says: the canary's person ran it there only, and where this
+        host's output differed from the canary's."""
+        recorded = self.record.decided.commands.get(proposal.step)
+        ran_there = (
+            recorded is not None
+            and recorded.decision in ("run", "edit")
+            and recorded.command == proposal.command
+            and recorded.by in ("operator", "standing")
+        )
+        return with_fields(
+            proposal, canary=self.record.host if ran_there else None, differs=self.differs
         )
 
     def attach(self, session: Session) -> None:
@@ -236,6 +282,10 @@ class Replay:
             self._commands += 1
             if expected is None:
                 return
+            if not self.differs and event.output != expected.output:
+                self.differs = short_diff(
+                    event.command, self.record.host, expected.output, event.output
+                )
             mine = (event.exit_code, event.timed_out or event.cancelled)
             theirs = (expected.exit_code, expected.timed_out)
             if mine != theirs:
@@ -282,6 +332,24 @@ class Replay:
         reply, made_for = await self.record.reports.get(self.conversation.digest(), self.host, ask)
         self.report_from = OWN if made_for == self.host else made_for
         return reply
+
+
+DIFF_LINES = 6
+DIFF_WIDTH = 100
+
+
+def short_diff(command: str, canary: str, theirs: str, mine: str) -> str:
+    """The first lines in which this host's output of `command` differs from the canary's:
+    `-` the canary's line, `+` this host's, a few of them, each cut short."""
+    lines = [
+        line[:DIFF_WIDTH]
+        for line in difflib.unified_diff(theirs.splitlines(), mine.splitlines(), lineterm="", n=0)
+        if not line.startswith(("---", "+++", "@@"))
+    ]
+    more = len(lines) - DIFF_LINES
+    shown = lines[:DIFF_LINES] + ([f"… {more} more line(s)"] if more > 0 else [])
+    head = f"`{command[:DIFF_WIDTH]}` printed other output here than on the canary {canary}"
+    return "\n".join([head, *shown])
 
 
 def _said(value: str | None) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 from kosmos.errors import RecordError, UsageError
 from kosmos.events import Event, dump
 from kosmos.fleet.results import names
-from kosmos.transcript import AppendWriter, WriteFailed, open_append, unwritable
+from kosmos.seal import Sealer, continued, last_digest, seal_document
+from kosmos.transcript import AppendWriter, WriteFailed, event_line, open_append, unwritable
 
 
 def host_file_name(host: str) -> str:
@@ -31,15 +32,18 @@ def host_file_name(host: str) -> str:
 
 
 class Journal:
-    """Transcripts of every host of a fleet, under one run directory."""
+    """Transcripts of every host of a fleet, under one run directory; each file's lines are
+    sealed (`kosmos.seal`), and with `key` signed."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, key: bytes | None = None) -> None:
         self.directory = directory
+        self.key = key
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise unwritable(directory, e, "the fleet's run directory") from None
         self._fds: dict[str, int] = {}
+        self._sealers: dict[str, Sealer | None] = {}
         self._writer = AppendWriter()
 
     def path(self, host: str) -> Path:
@@ -50,9 +54,13 @@ class Journal:
         RecordError (once) when the disk stopped taking them."""
         if not event.persist or event.host is None:
             return
-        line = json.dumps(dump(event), ensure_ascii=False) + "\n"
+        line = event_line(event)
+        fd = self._fd(event.host)
+        sealer = self._sealers[event.host]
+        if sealer is not None:
+            line = sealer.seal(line)
         try:
-            self._writer.append(self._fd(event.host), line.encode("utf-8"))
+            self._writer.append(fd, line + b"\n")
         except WriteFailed as e:
             raise self._failed(e) from None
 
@@ -73,8 +81,22 @@ class Journal:
 
     def _fd(self, host: str) -> int:
         if host not in self._fds:
+            # `--resume DIR` appends to a host's file: its chain goes on.
+            self._sealers[host] = continued(self.path(host), self.key)
             self._fds[host] = open_append(self.path(host), "the transcript")
         return self._fds[host]
+
+    def digests(self) -> dict[str, str]:
+        """The digest that ends each transcript's chain, by file name, for fleet.json's seal;
+        a file this journal did not write (a resumed fleet's host left as it was) is read."""
+        written = {self.path(host).name: sealer for host, sealer in self._sealers.items()}
+        found: dict[str, str] = {}
+        for path in sorted(self.directory.glob("*.jsonl")):
+            sealer = written.get(path.name)
+            digest = sealer.last.hex() if sealer is not None else last_digest(path)
+            if digest is not None:
+                found[path.name] = digest
+        return found
 
     def _failed(self, failure: WriteFailed) -> RecordError:
         name = next((host for host, fd in self._fds.items() if fd == failure.fd), "?")
@@ -85,10 +107,14 @@ class Journal:
         )
 
 
-def write_fleet_json(path: Path, result: Event) -> None:
+def write_fleet_json(path: Path, result: Event, journal: Journal | None = None) -> None:
     """fleet.json, whole or not at all (written beside it, then renamed over it); a disk that
-    does not take it is a RecordError."""
-    text = json.dumps(dump(result), indent=2, ensure_ascii=False) + "\n"
+    does not take it is a RecordError. With the `journal` of its transcripts, it is sealed
+    with them (and signed with the journal's key)."""
+    data = dump(result)
+    if journal is not None:
+        data = seal_document(data, journal.digests(), journal.key)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     part = path.with_name(path.name + ".part")
     try:
         part.write_text(text, encoding="utf-8")

@@ -48,6 +48,7 @@ from kosmos.prompts import Prompts
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
 from kosmos.runs.redactor import run_redactor
 from kosmos.runs.skills import skill_library
+from kosmos.seal import key_bytes, verify_file
 from kosmos.skills.model import Skill
 from kosmos.skills.params import parse_param_flags, resolve_params
 from kosmos.transcript import read_transcript
@@ -69,6 +70,9 @@ class FleetFrontend:
         self.broker: ApprovalBroker | None = None
         self.on_event: Callable[[Event], None] | None = None
         self.fleet: Fleet | None = None
+        self.journal: Journal | None = None
+        # Why a --canary-from file's decisions do not stand here (it is not signed with the key).
+        self.seal_note = ""
         # No one reads the output any more (`| head`): the fleet stops, as SIGPIPE would end it.
         self.console.on_closed = lambda: self.stop(errors.OutputClosed())
 
@@ -108,11 +112,24 @@ class FleetFrontend:
             raise UsageError("--canary and --canary-from: give one (a host, or a transcript)")
         try:
             events = read_transcript(source)
+            sealed = verify_file(source, key_bytes(self.settings.seal_key))
         except OSError as e:
             raise UsageError(f"--canary-from {source}: {e.strerror or e}") from None
         except UsageError as e:  # names the file and the line that is not a kosmos event
             raise UsageError(f"--canary-from {e}") from None
-        return CanaryRecord.from_transcript(events, str(source), skill.name)
+        if sealed.trust == "unsealed":
+            raise UsageError(
+                f"--canary-from {sealed.note}; record the canary again with this kosmos"
+            )
+        record = CanaryRecord.from_transcript(events, str(source), skill.name)
+        # Only a seal signed with this operator's key vouches for the canary's "all hosts".
+        record.trusted = sealed.trust == "signed"
+        if not record.trusted:
+            self.seal_note = (
+                f"--canary-from {sealed.note}: every write the canary's operator approved is "
+                "asked here (headless: refused unless --yes)"
+            )
+        return record
 
     @functools.cached_property
     def ssh_config(self) -> SSHConfigFile:
@@ -153,6 +170,10 @@ class FleetFrontend:
         if replayed is not None:  # refused before any host is touched
             protocol = req.protocol or skill.protocol or settings.protocol
             replayed.check(skill, params, prompt=req.prompt, protocol=protocol)
+            if self.seal_note:
+                self.console.say(
+                    self.console.style(f"  ! {self.seal_note}", "33"), stream=self.console.err
+                )
         run_id = uuid.uuid4().hex
         run_dir = req.transcript or fleet_run_dir(settings, skill.name, run_id, shard=self.shard)
         if run_dir.exists() and not run_dir.is_dir():
@@ -163,11 +184,13 @@ class FleetFrontend:
         refuse_earlier_run(run_dir)
         if not hosts and self.shard is not None:
             # A job of a matrix that this fleet's split leaves nothing to: done, and said so.
-            run_dir.mkdir(parents=True, exist_ok=True)
+            # Its fleet.json is sealed like any shard's, so that the merge takes it.
+            self.journal = Journal(run_dir, key=key_bytes(settings.seal_key))
             result = fleet_result([], 0.0, skill=skill.name, shard=str(self.shard))
             self.console.say(f"shard {self.shard} takes none of this run's hosts")
             return self._report(result, run_dir, canary=False)
-        journal = Journal(run_dir)
+        journal = Journal(run_dir, key=key_bytes(settings.seal_key))
+        self.journal = journal
         provider = make_provider(settings)
         json_out = JsonRenderer(console=self.console) if req.json else None
         sessions = FleetSessions(
@@ -266,7 +289,7 @@ class FleetFrontend:
         """Write fleet.json and print the summary; the fleet's exit code."""
         code = result.exit_code
         try:
-            write_fleet_result(run_dir, result)
+            write_fleet_result(run_dir, result, self.journal)
         except RecordError as e:
             self.console.error(f"kosmos: {e}")
             code = e.exit_code

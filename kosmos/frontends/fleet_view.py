@@ -148,8 +148,9 @@ class FleetView:
 class LineFleetDesk:
     """Line mode's side of the approval broker: one question at a time, the hosts named.
 
-    `y` runs the command on the asking host, `a` on every host that proposes it (now or later
-    in this run), `n` skips it there, `e` edits it there. A dangerous command is run only on
+    `y` runs the command on the asking host only (on a canary: the canary only; the others that
+    reach it wait, and are asked once), `a` on every host that proposes it (now or later in
+    this run), `n` skips it there, `e` edits it there. A dangerous command is run only on
     the host whose name the operator types.
     """
 
@@ -185,6 +186,10 @@ class LineFleetDesk:
             c.say(c.style("  $ ", "36") + c.style(first, "1") + c.style(risk, "2"), stream=c.err)
             for line in rest:  # every line of what runs
                 c.say(c.style("  │ ", "36") + c.style(line, "1"), stream=c.err)
+            # The canary's `y` covered the canary; where these hosts' output was not the
+            # canary's, the person sees how before saying yes for them.
+            for note in request.notes():
+                c.say(c.style(f"  {visible(note)}", "33"), stream=c.err)
             host = visible(p.host, one_line=True)
             if request.dangerous:
                 reason = visible(p.reason)

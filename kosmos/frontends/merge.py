@@ -6,7 +6,10 @@ have: the table, the counts, the `result` line (`--json`) and the exit code (`EX
 
 A merge is whole or refused: every shard 1..N of one split exactly once (a job that died
 before uploading its directory must not make the fleet look done), and each fleet.json
-agrees with the transcripts it names.
+agrees with the transcripts it names. Each fleet.json and each transcript it names must carry
+an unbroken seal (`kosmos.seal`), fleet.json's naming each transcript's last digest; with the
+seal key (KOSMOS_SEAL_KEY), signed by it: a directory edited after its run is refused, naming
+the first file or line that does not verify.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from kosmos.errors import UsageError
 from kosmos.events import RunFinished, dump
 from kosmos.fleet.results import FleetFinished, fleet_result, reason_lines, summary_lines
 from kosmos.frontends.console import Console
+from kosmos.seal import verify_document, verify_file
 from kosmos.transcript import open_regular, read_transcript
 
 __all__ = ["merge_command", "merge_results"]
@@ -33,7 +37,8 @@ __all__ = ["merge_command", "merge_results"]
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 
 
-def _load(directory: Path) -> FleetFinished:
+def _load(directory: Path, key: bytes | None) -> tuple[FleetFinished, dict[str, str]]:
+    """A shard's result, and the transcripts' last digests its seal vouches for."""
     path = directory / "fleet.json"
     try:
         with open_regular(path, "a fleet result") as f:
@@ -41,7 +46,8 @@ def _load(directory: Path) -> FleetFinished:
         if len(data) > MAX_RESULT_BYTES:
             limit = MAX_RESULT_BYTES // 2**20
             raise UsageError(f"{path}: larger than {limit} MiB; not a fleet result")
-        return msgspec.json.decode(data, type=FleetFinished, strict=False)
+        result = msgspec.json.decode(data, type=FleetFinished, strict=False)
+        return result, verify_document(json.loads(data), key, str(path))
     except FileNotFoundError:
         raise UsageError(
             f"{directory}: no fleet.json; give the run directory of a finished fleet run "
@@ -95,8 +101,11 @@ def _shards(results: Sequence[tuple[Path, FleetFinished]]) -> None:
         )
 
 
-def _check_transcripts(directory: Path, result: FleetFinished) -> None:
-    """Each host's transcript is in the directory and ends as fleet.json says it did."""
+def _check_transcripts(
+    directory: Path, result: FleetFinished, sealed: dict[str, str], key: bytes | None
+) -> None:
+    """Each host's transcript is in the directory, its seal unbroken and ending where
+    fleet.json's seal says, and it ends as fleet.json says it did."""
     for host in result.hosts:
         if host.transcript is None:
             continue  # never ran a session (unreachable, skipped): no transcript to check
@@ -104,6 +113,7 @@ def _check_transcripts(directory: Path, result: FleetFinished) -> None:
         path = directory / Path(host.transcript).name
         try:
             events = read_transcript(path)
+            chain = verify_file(path, key)
         except FileNotFoundError:
             raise UsageError(
                 f"{directory}: fleet.json names {path.name} for host {host.host}, and it is not "
@@ -111,6 +121,11 @@ def _check_transcripts(directory: Path, result: FleetFinished) -> None:
             ) from None
         except OSError as e:
             raise UsageError(f"{path}: cannot read it ({e.strerror or e})") from None
+        if sealed.get(path.name) != chain.last:
+            raise UsageError(
+                f"{path}: its seal ends otherwise than fleet.json's seal says: the run directory "
+                "was changed after the run"
+            )
         ends = [e for e in events if isinstance(e, RunFinished)]
         end = ends[-1] if ends else None
         if end is None or end.host != host.host or end.status != host.status:
@@ -121,11 +136,12 @@ def _check_transcripts(directory: Path, result: FleetFinished) -> None:
             )
 
 
-def merge_results(directories: Sequence[Path]) -> FleetFinished:
+def merge_results(directories: Sequence[Path], key: bytes | None = None) -> FleetFinished:
     """One fleet result from the shards'; UsageError (exit 2) for a missing or doubled shard,
     a host found twice, directories of different skills, or a fleet.json its transcripts
     contradict."""
-    results = [(d, _load(d)) for d in directories]
+    loaded = [(d, *_load(d, key)) for d in directories]
+    results = [(d, r) for d, r, _ in loaded]
     skills = {r.skill for _, r in results}
     if len(skills) > 1:
         named = ", ".join(f"{d} ({r.skill})" for d, r in results)
@@ -133,8 +149,8 @@ def merge_results(directories: Sequence[Path]) -> FleetFinished:
     _shards(results)
     seen: dict[str, Path] = {}
     hosts = []
-    for directory, result in results:
-        _check_transcripts(directory, result)
+    for directory, result, sealed in loaded:
+        _check_transcripts(directory, result, sealed, key)
         for host in result.hosts:
             if host.host in seen:
                 raise UsageError(
@@ -152,8 +168,8 @@ def merge_results(directories: Sequence[Path]) -> FleetFinished:
     )
 
 
-def merge_command(directories: Sequence[Path], *, json_out: bool) -> int:
-    result = merge_results(directories)
+def merge_command(directories: Sequence[Path], *, json_out: bool, key: bytes | None = None) -> int:
+    result = merge_results(directories, key)
     console = Console(out=sys.stdout, err=sys.stderr)
     if json_out:
         print(json.dumps(dump(result), ensure_ascii=False), flush=True)

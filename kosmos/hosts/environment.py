@@ -6,8 +6,8 @@ would hand the key over in a form no redactor recognises. So the local runner's 
 and the variables ssh_config's `SendEnv` forwards leave out:
 
 * the variables kosmos reads its own keys from (KOSMOS_API_KEY, OPENAI_API_KEY,
-  GEMINI_API_KEY, and `kosmos mcp --http`'s bearer token KOSMOS_MCP_TOKEN) and any other
-  `*_API_KEY`;
+  GEMINI_API_KEY, `kosmos mcp --http`'s bearer token KOSMOS_MCP_TOKEN, the seal key
+  KOSMOS_SEAL_KEY) and any other `*_API_KEY`;
 * any variable whose value is a secret kosmos holds (a provider's key or an HTTP tool's
   secret from the config file), under whatever name.
 
@@ -30,9 +30,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-# The variables kosmos reads its API keys from (kosmos.config.ENV_API_KEYS), and the MCP
-# server's bearer token (kosmos.mcp.http.TOKEN_ENV).
-KOSMOS_KEYS = frozenset({"KOSMOS_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "KOSMOS_MCP_TOKEN"})
+# The variables kosmos reads its API keys from (kosmos.config.ENV_API_KEYS), the MCP
+# server's bearer token (kosmos.mcp.http.TOKEN_ENV) and the seal key (kosmos.seal).
+KOSMOS_KEYS = frozenset(
+    {"KOSMOS_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "KOSMOS_MCP_TOKEN", "KOSMOS_SEAL_KEY"}
+)
 # bash's options, which it reads from the environment at start.
 SHELL_OPTIONS = frozenset({"SHELLOPTS", "BASHOPTS"})
 

@@ -11,7 +11,7 @@ asked for through MCP, and host keys are never trusted from it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +48,12 @@ class TypedAnswer(BaseModel):
     answer: str = Field(description="Your answer")
 
 
-def approval_text(proposal: CommandProposal, *, policy: str, others: int = 0) -> str:
-    """The question a person sees: the command exactly, the host, the verdict and its reason."""
+def approval_text(
+    proposal: CommandProposal, *, policy: str, others: int = 0, notes: Sequence[str] = ()
+) -> str:
+    """The question a person sees: the command exactly, the host, the verdict and its reason;
+    `notes`: what a fleet's prompt adds (the canary's yes covered the canary only, and where a
+    waiting host's output differs from the canary's)."""
     what = "read" if proposal.kind == "file" else "run"
     lines = [
         f"kosmos: {what} this on {visible(proposal.host, one_line=True)}?",
@@ -61,6 +65,7 @@ def approval_text(proposal: CommandProposal, *, policy: str, others: int = 0) ->
     ]
     if proposal.inferred:
         lines.append("the LLM's reply had no tag: kosmos read this command out of its text")
+    lines.extend(visible(note) for note in notes)
     if others:
         lines.append(
             f"this fleet has {others} other host(s): all_hosts runs it on each that proposes it"
@@ -87,13 +92,18 @@ class Asker:
             return "cancel", None
 
     async def approve(
-        self, proposal: CommandProposal, *, policy: str, others: int = 0
+        self,
+        proposal: CommandProposal,
+        *,
+        policy: str,
+        others: int = 0,
+        notes: Sequence[str] = (),
     ) -> tuple[Approval, bool]:
         """The person's approval of `proposal`, and whether they chose it for every host."""
         if not self.can_ask:
             # Nobody can be asked: the policy's decision, said so (never the person's).
             return Approval("skip", by="policy"), False
-        text = approval_text(proposal, policy=policy, others=others)
+        text = approval_text(proposal, policy=policy, others=others, notes=notes)
         if proposal.risk == "dangerous":
             action, data = await self.form(text, TypeHostName)
             if action == "accept" and data is not None:
@@ -157,7 +167,7 @@ class ElicitingDesk:
     async def decide(self, request: ApprovalRequest) -> FleetApproval:
         others = 0 if request.dangerous else max(request.count, self.hosts) - 1
         approval, everywhere = await self.asker.approve(
-            request.proposal, policy=self.policy, others=others
+            request.proposal, policy=self.policy, others=others, notes=request.notes()
         )
         return FleetApproval(approval, "all" if everywhere else "host")
 

@@ -33,6 +33,7 @@ from kosmos.runs.assembly import RunChoices, prepare_run
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
 from kosmos.runs.redactor import run_redactor
 from kosmos.runs.skills import find_skill, skill_library
+from kosmos.seal import key_bytes
 from kosmos.skills.params import resolve_params
 
 
@@ -132,7 +133,7 @@ class SkillRuns:
         redactor = run_redactor(settings, o.env)
         run_id = uuid.uuid4().hex
         run_dir = fleet_run_dir(settings, skill.name, run_id)
-        journal = Journal(run_dir)
+        journal = Journal(run_dir, key=key_bytes(settings.seal_key))
         note = who_decides(asker, o.policy)
         for spec in specs:
             journal.write(Notice(message=note, host=spec.name))
@@ -177,7 +178,7 @@ class SkillRuns:
             journal.close()
             await provider.aclose()
             if fleet.result is not None:
-                write_fleet_result(run_dir, fleet.result)
+                write_fleet_result(run_dir, fleet.result, journal)
         return SkillRunResult(
             skill=skill.name,
             status="done" if result.exit_code == 0 else "failed",

@@ -30,6 +30,7 @@ from kosmos.llm.provider import Provider
 from kosmos.prompts import Prompts
 from kosmos.runs.policy import resolve_policy
 from kosmos.safety import Redactor
+from kosmos.seal import key_bytes
 from kosmos.skills.model import Skill
 from kosmos.transcript import Transcript, default_path
 
@@ -100,11 +101,18 @@ class TranscriptSink:
     `run_started`, redacted and tagged with its host. A path that cannot hold a file is a
     UsageError; a disk that stops taking events, a RecordError (once)."""
 
-    def __init__(self, path: Path, redactor: Redactor, early: list[Event] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        redactor: Redactor,
+        early: list[Event] | None = None,
+        *,
+        key: bytes | None = None,
+    ) -> None:
         self.path = path
         self.redactor = redactor
         self.early = early if early is not None else []
-        self._file = Transcript(path)
+        self._file = Transcript(path, key=key)
 
     def __call__(self, event: Event) -> None:
         self._file.write(event)
@@ -197,7 +205,7 @@ def prepare_run(
         resumed=resume.started if resume else None,
         replayed=replay.recording.started if replay else None,
     )
-    sink = TranscriptSink(path, redactor, early)
+    sink = TranscriptSink(path, redactor, early, key=key_bytes(settings.seal_key))
 
     def emit(event: Event) -> None:
         try:

@@ -47,10 +47,12 @@ def fleet_run_dir(
     return settings.transcript_dir / f"{stamp}-{_safe(skill)}-fleet-{run_id[:8]}{part}"
 
 
-def write_fleet_result(run_dir: Path, result: FleetFinished) -> None:
-    """The fleet's result beside its transcripts (`fleet.json`), whole or not at all; a
-    RecordError when the disk does not take it."""
-    write_fleet_json(run_dir / "fleet.json", result)
+def write_fleet_result(
+    run_dir: Path, result: FleetFinished, journal: Journal | None = None
+) -> None:
+    """The fleet's result beside its transcripts (`fleet.json`), whole or not at all, sealed
+    with the `journal`'s transcripts; a RecordError when the disk does not take it."""
+    write_fleet_json(run_dir / "fleet.json", result, journal)
 
 
 @dataclass

@@ -39,6 +39,7 @@ from kosmos.hosts.runner import Runner
 from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, write_fleet_result
+from kosmos.seal import key_bytes
 from kosmos.tui.fleet_wire import (
     ROWS_S,
     SEND_S,
@@ -282,7 +283,7 @@ class FleetController:
         """Run every host to its end; each host's events reach its file and the screen."""
         job, spec, settings = self.job, self.job.spec, self.job.settings
         run_dir = job.run_dir
-        journal = Journal(run_dir)
+        journal = Journal(run_dir, key=key_bytes(settings.seal_key))
         provider = make_provider(settings)
         broker = self.broker
         sessions = FleetSessions(
@@ -332,7 +333,7 @@ class FleetController:
             journal.close()
             await provider.aclose()
             if self.fleet.result is not None:
-                write_fleet_result(run_dir, self.fleet.result)
+                write_fleet_result(run_dir, self.fleet.result, journal)
             self.rows()
 
 

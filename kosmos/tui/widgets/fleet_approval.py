@@ -78,7 +78,7 @@ class ApprovalBar(Vertical):
             text = f"{p.host} step {p.step}: $ {p.command}\ndangerous: {p.reason or p.risk}"
             hint = f"asked per host: type {p.host} in its run view to run it there, s skips"
         else:
-            text = f"{n} host(s) wait on: $ {p.command}\n{listed}"
+            text = "\n".join([f"{n} host(s) wait on: $ {p.command}", listed, *request.notes()])
             hint = (
                 f"A runs it on these {n} and on any host that proposes it later · "
                 f"enter runs on {p.host} only · s skips there · e edits there"
