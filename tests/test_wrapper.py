@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from kosmos.hosts import lock_rules
 from kosmos.hosts.lock import HostLock, LockStatus
 from kosmos.hosts.runner import Lock, Shell
 from kosmos.hosts.wrapper import MARK, SHELL_OWN, parse_mark, plain, remote_command, watch_items
+from tests.helpers import need
 
 COMMAND = 'printf "%s|" "$0" "$@"; echo; no-such-cmd-xyz'
 # Stand-ins for the lock's prelude: the words before the command text, ending in `SHELL -c`.
@@ -36,6 +36,7 @@ def _arch() -> str:
 
 
 def _run(login: str, line: str) -> str:
+    need(login, login)  # bash or dash, each of its own package
     proc = subprocess.run(
         [login, "-c", line],  # argv[0] the shell's bare name, as sshd starts it
         capture_output=True,
@@ -70,6 +71,7 @@ def test_the_lock_words_run_the_command(login: str, dialect: Shell | None) -> No
 def _own(login: str, line: str, env: dict[str, str] | None = None) -> tuple[str, Shell]:
     """Run kosmos's own script's line as sshd would (the channel open on stdin until it is
     done): its output, and the dialect its marker names."""
+    need(login, login)
     proc = subprocess.Popen(
         [login, "-c", line],
         stdin=subprocess.PIPE,
@@ -108,8 +110,7 @@ def test_kosmos_own_script_runs_in_sh_and_still_names_the_dialect(
 def test_kosmos_own_script_on_a_host_without_bash_names_sh(tmp_path: Path) -> None:
     path = tmp_path / "bin"
     path.mkdir()
-    dash = shutil.which("dash")
-    assert dash is not None
+    dash = need("dash", "dash")
     for name in ("sh", "dash"):
         (path / name).symlink_to(dash)
     line = remote_command("echo read", login=None, dialect=None, own=True)
@@ -135,6 +136,7 @@ def _watched(command: str, *, feed: bool) -> list[str]:
 
 def _start(login: str, line: str) -> subprocess.Popen[bytes]:
     # As sshd starts a command: a session of its own, the channel on stdin.
+    need(login, login)
     return subprocess.Popen(
         [login, "-c", line],
         stdin=subprocess.PIPE,
@@ -298,6 +300,7 @@ def test_plain_words_are_what_bash_and_dash_would_run(command: str) -> None:
     # The oracle: the words each shell hands the program are the command split on spaces.
     show = 'for w in "$@"; do printf "%s\\0" "$w"; done'
     for shell in ("bash", "dash"):
+        need(shell, shell)
         got = subprocess.run(
             [shell, "-c", f"f() {{ {show}; }}; f {command}"], capture_output=True, check=True
         ).stdout
