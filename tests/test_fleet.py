@@ -146,7 +146,7 @@ async def test_llm_concurrency_bounds_requests_in_flight(llm: ScriptedLLM, tmp_p
         with lock:
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
+        time.sleep(0.05)  # a reply that takes a while: the requests in flight overlap
         with lock:
             state["now"] -= 1
         return inner(record)
@@ -185,7 +185,9 @@ class Desk:
 
     async def decide(self, request: ApprovalRequest) -> FleetApproval:
         self.requests.append(request)
-        # Give the other hosts time to propose the same command, as a reading person does.
+        # A person reading, on purpose: the other hosts meanwhile propose the same command
+        # and wait in its group. Nothing asserted hangs on it: a host that comes after the
+        # decision gets the same standing approval.
         await asyncio.sleep(0.2)
         return self.decisions.pop(0) if self.decisions else FleetApproval(Approval.skip())
 
