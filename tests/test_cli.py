@@ -15,7 +15,7 @@ import pytest
 
 from kosmos.transcript import read_transcript
 from tests.conftest import ROOT, pseudo_terminal, run_cli
-from tests.helpers import read_until, running, wait_until
+from tests.helpers import need, read_until, running, wait_until
 from tests.llmserver import ScriptedLLM, Status
 
 PROBE = """---
@@ -357,6 +357,7 @@ def test_sigterm_stops_the_command_and_exits_130(
     assert proc.returncode == 130, err
     events = read_transcript(transcript)
     assert events[-1].type == "result" and events[-1].status == "aborted"
+    need("ps", "procps")
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert marker not in ps
 
@@ -521,6 +522,7 @@ def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
     assert "stopping the command" in err
     told = llm.requests[1].last_user_text
     assert told.startswith("Command output:\nbefore\n[stopped by the operator after ")
+    need("ps", "procps")
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert "sleep 4344" not in ps
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import run_cli
 from tests.fleethelpers import scripted
-from tests.helpers import wait_until
+from tests.helpers import need, wait_until
 from tests.llmserver import ScriptedLLM
 
 SKILL = "---\nname: probe\ndescription: a test skill\n---\nCheck the host.\n"
@@ -238,6 +238,7 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
         last = json.loads((run_dir / f"{host}.jsonl").read_text().splitlines()[-1])
         assert last["type"] == "result" and last["status"] == "aborted"
     # kosmos ended every host's command before it exited: none of them outlives it.
+    need("pgrep", "procps")
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout == ""
 

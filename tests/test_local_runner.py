@@ -13,11 +13,12 @@ import pytest
 
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable, OutputBuffer
-from tests.helpers import running, until
+from tests.helpers import need, running, until
 
 
 def alive(marker: str) -> list[str]:
     """PIDs of processes whose command line holds `marker` (not counting this search)."""
+    need("ps", "procps")
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
 

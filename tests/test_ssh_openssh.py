@@ -51,6 +51,7 @@ async def _until_gone(remote: Sshd, marker: str) -> list[str]:
 
 def _kill_sessions(remote: Sshd) -> int:
     """Kill the per-connection sshd processes of the test user (as a crash or a reboot would)."""
+    need("ps", "procps")
     out = subprocess.run(
         ["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True
     ).stdout

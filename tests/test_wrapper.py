@@ -213,6 +213,7 @@ def test_end_of_file_on_stdin_ends_the_locked_command_and_its_watcher(login: str
 
 def _group(pgid: int) -> list[tuple[int, str]]:
     """Live members of a process group: (pid, args)."""
+    need("ps", "procps")
     out = subprocess.run(
         ["ps", "-eo", "pid=,pgid=,stat=,args="], capture_output=True, text=True
     ).stdout
