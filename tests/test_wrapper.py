@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,6 +96,9 @@ def _own(login: str, line: str, env: dict[str, str] | None = None) -> tuple[str,
 def test_kosmos_own_script_runs_in_sh_and_still_names_the_dialect(
     login: str, dialect: Shell | None
 ) -> None:
+    dash = need("dash", "dash")
+    if os.path.realpath(shutil.which("sh") or "sh") != os.path.realpath(dash):
+        pytest.skip("sh is not dash here: kosmos's own script would run in another shell")
     line = remote_command(
         'echo "$0 ${BASH_VERSION:-no bash}"', login=login, dialect=dialect, own=True
     )
