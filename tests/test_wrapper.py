@@ -184,6 +184,7 @@ def test_the_prelude_marks_feeds_and_runs_the_command_locked(login: str, feed: b
 @linux_root
 @pytest.mark.parametrize("login", ["dash", "bash"])
 def test_end_of_file_on_stdin_ends_the_locked_command_and_its_watcher(login: str) -> None:
+    need("ps", "procps")  # before the command starts: a skip must leave nothing open
     marker = "sleep 1919"
     command = f"{marker} & {marker}; echo never"
     proc = _start(
