@@ -1,10 +1,20 @@
-"""Helpers for driving the engine in-process with real parts: scripted LLM, real shell."""
+"""Helpers for driving the engine in-process with real parts: scripted LLM, real shell; and
+for every test: a program it needs of the machine (`need`), a condition to wait for
+(`wait_until`, `until`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import os
+import select
+import shutil
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
 
 from kosmos.config import check_settings
 from kosmos.engine.operator import Approval, CommandProposal, Question
@@ -18,6 +28,82 @@ from kosmos.prompts import Prompts
 from kosmos.skills.loader import parse_skill
 from kosmos.skills.model import Skill
 from kosmos.transcript import Transcript
+
+T = TypeVar("T")
+
+# CI sets it: there every program the tests use is installed, and one that is missing is a
+# broken machine, not a reason to test less.
+REQUIRE_TOOLS = "KOSMOS_REQUIRE_TOOLS"
+
+
+def need(tool: str, package: str) -> str:
+    """The path of the program `tool`. Where this machine lacks it, the test is skipped,
+    naming the Debian `package` that has it; with KOSMOS_REQUIRE_TOOLS=1 it fails instead
+    (as a missing sshd does with KOSMOS_REQUIRE_SSHD=1)."""
+    path = shutil.which(tool)
+    if path is None:
+        why = f"{tool} is not installed (apt-get install {package})"
+        if os.environ.get(REQUIRE_TOOLS) == "1":
+            pytest.fail(f"{REQUIRE_TOOLS}=1 but {why}")
+        pytest.skip(why)
+    return path
+
+
+def wait_until(check: Callable[[], T], *, what: str, timeout: float = 20, every: float = 0.05) -> T:
+    """Poll `check` until it gives something true, and return that; fail the test, saying
+    what never came (`what`), once `timeout` seconds have passed without it."""
+    deadline = time.monotonic() + timeout
+    while not (got := check()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout:g} s for {what}; it never came")
+        time.sleep(every)
+    return got
+
+
+def running(command: str) -> list[int]:
+    """The live processes (zombies are not) whose command line is `command`, from /proc."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().rstrip(b"\0").replace(b"\0", b" ")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if args.decode(errors="replace") == command and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def read_until(fd: int, text: bytes, timeout: float = 20) -> bytes:
+    """Read `fd` until `text` has come; return all that was read. Fail the test, showing
+    what came, if it has not within `timeout` seconds or the writer ends first."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while text not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            pytest.fail(f"{text!r} never came within {timeout:g} s; there came {seen!r}")
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                pytest.fail(f"the output ended before {text!r}; there came {seen!r}")
+            seen += chunk
+    return seen
+
+
+async def until(
+    check: Callable[[], T], *, what: str, timeout: float = 20, every: float = 0.05
+) -> T:
+    """`wait_until` in an event loop: the loop runs on between two looks."""
+    deadline = time.monotonic() + timeout
+    while not (got := check()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout:g} s for {what}; it never came")
+        await asyncio.sleep(every)
+    return got
 
 
 def make_skill(

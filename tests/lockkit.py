@@ -13,6 +13,8 @@ import subprocess
 import threading
 from pathlib import Path
 
+from tests.helpers import need
+
 PROGRAM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 SCRATCH = {"F": "canary F\n", "G": "canary G\n", "D/inner": "inner\n"}
@@ -20,6 +22,7 @@ SCRATCH = {"F": "canary F\n", "G": "canary G\n", "D/inner": "inner\n"}
 
 def make_scratch(root: Path, owner: int | None = None) -> Path:
     """A directory of canary files and a git repository, owned by `owner` (a uid)."""
+    need("git", "git")
     root.mkdir(parents=True)
     for rel, text in SCRATCH.items():
         path = root / rel

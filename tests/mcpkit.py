@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import ROOT
+from tests.helpers import need
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd, write_client_home
 
@@ -140,5 +141,6 @@ def gone_within(found: Callable[[], list[str]], seconds: float) -> list[str]:
 
 
 def local_processes(marker: str) -> list[str]:
+    need("ps", "procps")
     out = subprocess.run(["ps", "-eww", "-o", "pid=,stat=,args="], capture_output=True, text=True)
     return [x for x in out.stdout.splitlines() if marker in x and not x.split()[1].startswith("Z")]

@@ -33,9 +33,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kosmos.hosts.runner import COMMAND_ENV
+from tests.helpers import need
 from tests.tracelog import TRACED, read_trace
 
 SHELLS = {"bash": "/bin/bash", "dash": "/bin/dash"}
+# The programs the judge runs, each with its Debian package: strace for `run`, setpriv for
+# `output`, the others to set the judge up.
+TOOLS = {
+    "bash": "bash",
+    "dash": "dash",
+    "useradd": "passwd",
+    "userdel": "passwd",
+    "unshare": "util-linux",
+    "nsenter": "util-linux",
+    "ip": "iproute2",
+    "git": "git",
+    "pkill": "procps",
+}
 PROGRAM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 RUN_TIMEOUT = 5.0
 NETCATCH = Path(__file__).with_name("netcatch.py")
@@ -148,6 +162,8 @@ class ShellJudge:
     command."""
 
     def __init__(self, root: Path, tag: str, ports: tuple[int, ...] = ()) -> None:
+        for tool, package in TOOLS.items():
+            need(tool, package)
         self.root = root
         self.user = f"kp-{os.getpid()}-{tag}"[:32]
         self.runs = root / "runs"
@@ -271,6 +287,7 @@ class ShellJudge:
 
     def run(self, command: str, shell: str) -> Outcome:
         """Run `command` under `shell` (bash or dash) and report what it did."""
+        need("strace", "strace")
         slot = self._slot()
         scratch = slot.path
         env = {
@@ -320,6 +337,7 @@ class ShellJudge:
         """What `argv` (no shell) prints to stdout and stderr, run as the user inside the
         namespace in `place`, a scratch copy of the canary git repository; for asking a
         program how it reads its options."""
+        need("setpriv", "util-linux")
         probe = self.root / place
         if not probe.exists():
             shutil.copytree(self.template / "work" / "repo", probe, symlinks=True)

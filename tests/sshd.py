@@ -155,6 +155,8 @@ def start_sshd(
         raise SshdUnavailable("the sshd tests need root (they add a test user)")
     if not SSHD.exists() or not shutil.which("ssh-keygen") or not shutil.which("useradd"):
         raise SshdUnavailable("openssh-server, ssh-keygen or useradd is not installed")
+    if not shutil.which("ps") or not shutil.which("pkill"):  # the user's processes, their end
+        raise SshdUnavailable("ps or pkill is not installed (apt-get install procps)")
     kind = "kc" if certificates else "kb" if bare else "kx" if extra_config else "kt"
     root = Path(tempfile.mkdtemp(prefix=f"kosmos-sshd-{kind}-{worker}-"))
     root.chmod(0o755)

@@ -16,6 +16,7 @@ import pytest
 
 from kosmos.transcript import read_transcript
 from tests.conftest import ROOT, pseudo_terminal, run_cli
+from tests.helpers import need, read_until, running, wait_until
 from tests.llmserver import ScriptedLLM, Status
 
 PROBE = """---
@@ -385,12 +386,13 @@ def test_sigterm_stops_the_command_and_exits_130(
         project,
     )
     _wait_for(transcript, marker)
-    time.sleep(0.3)
+    wait_until(lambda: running(marker), what=f"the command's {marker} to run")
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=15)
     assert proc.returncode == 130, err
     events = read_transcript(transcript)
     assert events[-1].type == "result" and events[-1].status == "aborted"
+    need("ps", "procps")
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert marker not in ps
 
@@ -560,13 +562,14 @@ def test_ctrl_c_in_line_mode_stops_the_command_and_the_run_goes_on(
     proc.stdin.write("y\n")
     proc.stdin.flush()
     _wait_for(transcript, "sleep 4344")
-    time.sleep(0.3)
+    wait_until(lambda: running("sleep 4344"), what="the command's sleep 4344 to run")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "stopping the command" in err
     told = llm.requests[1].last_user_text
     assert told.startswith("Command output:\nbefore\n[stopped by the operator after ")
+    need("ps", "procps")
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert "sleep 4344" not in ps
 
@@ -585,13 +588,14 @@ def test_ctrl_c_while_waiting_for_the_operator_ends_the_run(
             stdin=tty,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
         )  # fmt: skip
+        assert proc.stderr is not None
         _wait_for(transcript, '"kind": "ask"')
-        time.sleep(0.3)
+        shown = read_until(proc.stderr.fileno(), b"> ")  # the answer's prompt: its line is open
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=20)  # the terminal stays open: the run must end by the signal alone
-        _, err = proc.communicate(timeout=5)
+        _, rest = proc.communicate(timeout=5)
+    err = (shown + rest).decode()
     assert proc.returncode == 130, err
     assert read_transcript(transcript)[-1].status == "aborted"
     # The open prompt's line is ended: the summary starts a line of its own.
@@ -623,7 +627,8 @@ def test_sigterm_while_connecting_exits_130_with_one_line(
         )
         conn, _ = silent.accept()
         with conn:
-            time.sleep(0.3)
+            # kosmos's SSH client says its version first: it is in the handshake, waiting.
+            assert read_until(conn.fileno(), b"\r\n").startswith(b"SSH-2.0-")
             proc.send_signal(signal.SIGTERM)
             out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err

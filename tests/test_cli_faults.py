@@ -21,6 +21,7 @@ from kosmos.seal import seal_document
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.fleethelpers import scripted
+from tests.helpers import need
 from tests.llmserver import ScriptedLLM
 
 SKILL = "---\nname: probe\ndescription: a test skill\n---\nCheck the host.\n"
@@ -66,6 +67,7 @@ def kosmos(args: list[str], *, env: dict, cwd: Path, stdout: int) -> subprocess.
 
 def gone(marker: str, limit: float = 15) -> bool:
     """True once no process's command line holds `marker`."""
+    need("pgrep", "procps")
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)

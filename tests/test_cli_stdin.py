@@ -4,15 +4,16 @@ open and silent. With nothing to answer with, the run is non-interactive, as wit
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from kosmos.frontends.stdin import NOTICE
 from tests.conftest import run_cli
+from tests.helpers import wait_until
 from tests.llmserver import ScriptedLLM
 
 PROBE = """---
@@ -24,6 +25,20 @@ params:
 ---
 Run one command and report.
 """
+
+
+# select(2) and pselect6(2), by number, as /proc/PID/syscall names the call a process waits in.
+SELECT_CALLS = {"x86_64": ("23", "270"), "aarch64": ("72",)}
+
+
+def waits_on_stdin(pid: int) -> bool:
+    """True while the process `pid` waits in select for its standard input alone (nfds 1)."""
+    try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    calls = SELECT_CALLS.get(os.uname().machine, ())
+    return len(call) > 1 and call[0] in calls and call[1] == "0x1"
 
 
 @pytest.fixture
@@ -38,7 +53,8 @@ def silent_pipe(
     args: list[str], env: dict, cwd: Path, *, later: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run kosmos with a pipe on standard input that stays open (`sleep 1000 | kosmos ...`);
-    `later`: written to it 0.3 s after the start, as a slow writer would."""
+    `later`: written to it once kosmos waits for the pipe's first byte, as a writer still
+    starting up would (within the grace kosmos gives it)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "kosmos", *args],
         env=env,
@@ -51,7 +67,11 @@ def silent_pipe(
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
         if later is not None:
-            time.sleep(0.3)
+            wait_until(
+                lambda: waits_on_stdin(proc.pid) or proc.poll() is not None,
+                what="kosmos to wait for its standard input's first byte",
+                every=0.01,
+            )
             proc.stdin.write(later)
             proc.stdin.flush()
         proc.wait(timeout=30)  # the pipe is still open: the run must end on its own

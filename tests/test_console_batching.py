@@ -27,7 +27,7 @@ async def test_lines_said_in_one_pass_are_one_write_at_its_end() -> None:
     for i in range(100):
         console.say_soon(f"h{i:03d}  [1] $ true")
     assert out.writes == []  # held until the pass ends
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the pass ends: one turn of the loop, no more
     assert out.writes == ["".join(f"h{i:03d}  [1] $ true\n" for i in range(100))]
     console.say_soon("h000  ■ done")
     await asyncio.sleep(0)

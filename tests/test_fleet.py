@@ -54,10 +54,30 @@ class Counting(LocalRunner):
 
 
 class SlowToConnect(LocalRunner):
-    """A host whose connection takes a while, as one across the world does."""
+    """A host whose connection takes a while, as one across the world does: here until
+    another host's run has ended (`until`); `took` says how long it took."""
+
+    def __init__(self, until: asyncio.Event, cwd: Path) -> None:
+        super().__init__(cwd=cwd)
+        self.until = until
+        self.took = 0.0
 
     async def connect(self) -> None:
-        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await asyncio.wait_for(self.until.wait(), 30)
+        self.took = time.monotonic() - started
+
+
+class SaysClosed(LocalRunner):
+    """A host that says when the fleet is done with it (its runner closed)."""
+
+    def __init__(self, closed: asyncio.Event, cwd: Path) -> None:
+        super().__init__(cwd=cwd)
+        self.closed = closed
+
+    async def close(self) -> None:
+        await super().close()
+        self.closed.set()
 
 
 async def test_a_hosts_duration_counts_its_connection_in_its_result_as_in_the_summary(
@@ -66,15 +86,20 @@ async def test_a_hosts_duration_counts_its_connection_in_its_result_as_in_the_su
     llm.default = scripted()
     names = ["near", "far"]
     root = host_dirs(tmp_path, names)
-    slow = {"far": lambda spec: SlowToConnect(cwd=root / spec.name)}
-    run = await run_fleet(llm.base_url, names, open_runner=Hosts(root, slow))
+    near_done = asyncio.Event()
+    far = SlowToConnect(near_done, cwd=root / "far")
+    hosts = {"near": lambda spec: SaysClosed(near_done, cwd=root / "near"), "far": lambda _: far}
+    run = await run_fleet(llm.base_url, names, open_runner=Hosts(root, hosts))
     assert run.result.counts == {"done": 2}
     for name in names:
         [finished] = run.of(name, RunFinished)
         # The same figure in the host's result (its transcript, its card in the TUI) as in its
         # row of the fleet's summary (the table, fleet.json): the connection counted in both.
         assert finished.duration_s == pytest.approx(run.host(name).duration_s, abs=0.0006)
-    assert run.host("far").duration_s >= 0.3 > run.host("near").duration_s
+    # far connected once near's whole run had ended: its connection is in its figure, and
+    # none of it in near's.
+    assert run.host("far").duration_s >= far.took
+    assert run.host("near").duration_s < run.host("far").duration_s
 
 
 async def test_fan_out_over_20_hosts_tags_every_event(llm: ScriptedLLM, tmp_path: Path) -> None:
@@ -146,7 +171,7 @@ async def test_llm_concurrency_bounds_requests_in_flight(llm: ScriptedLLM, tmp_p
         with lock:
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.05)
+        time.sleep(0.05)  # a reply that takes a while: the requests in flight overlap
         with lock:
             state["now"] -= 1
         return inner(record)
@@ -185,7 +210,9 @@ class Desk:
 
     async def decide(self, request: ApprovalRequest) -> FleetApproval:
         self.requests.append(request)
-        # Give the other hosts time to propose the same command, as a reading person does.
+        # A person reading, on purpose: the other hosts meanwhile propose the same command
+        # and wait in its group. Nothing asserted hangs on it: a host that comes after the
+        # decision gets the same standing approval.
         await asyncio.sleep(0.2)
         return self.decisions.pop(0) if self.decisions else FleetApproval(Approval.skip())
 

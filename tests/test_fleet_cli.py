@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
 from tests.fleethelpers import scripted
+from tests.helpers import need, wait_until
 from tests.llmserver import ScriptedLLM
 
 SKILL = "---\nname: probe\ndescription: a test skill\n---\nCheck the host.\n"
@@ -111,10 +113,16 @@ def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
 
 
 def converse(
-    args: list[str], *, env: dict[str, str], cwd: Path, replies: list[tuple[str, str]]
+    args: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    replies: list[tuple[str, str]],
+    ready: dict[str, Callable[[], object]] | None = None,
 ) -> tuple[int, str, str]:
     """Run kosmos and answer its prompts as a person would, at a terminal: on seeing each
-    prompt in `replies` (in order), wait a moment, then type the reply."""
+    prompt in `replies` (in order), type the reply; where `ready` names the prompt, once
+    its condition holds (the other hosts have caught up while the person read)."""
     import subprocess
     import sys
     import time
@@ -142,7 +150,8 @@ def converse(
             if pending and pending[0][0] in err.decode(errors="replace"):
                 prompt, reply = pending.pop(0)
                 err = err.replace(prompt.encode(), b"<" + prompt.encode() + b">", 1)
-                time.sleep(0.5)  # reading the question: the other hosts catch up meanwhile
+                if prompt in (ready or {}):
+                    wait_until((ready or {})[prompt], what=f"the fleet ready for {reply!r}")
                 os.write(keyboard, reply.encode() + b"\n")
             time.sleep(0.02)
         if proc.poll() is None:
@@ -151,6 +160,16 @@ def converse(
         proc.wait(timeout=30)
         err += proc.stderr.read() or b""
     return proc.returncode, out, err.decode(errors="replace")
+
+
+def _asked(home: Path, question: str) -> list[Path]:
+    """The fleet run's host transcripts that hold `question` as the LLM's question."""
+    runs = home / ".local" / "state" / "kosmos" / "runs"
+    return [
+        f
+        for f in runs.glob("*-fleet-*/*.jsonl")
+        if any('"kind": "ask"' in line and question in line for line in f.read_text().splitlines())
+    ]
 
 
 def test_line_mode_asks_once_for_all_hosts_and_names_them(
@@ -166,6 +185,8 @@ def test_line_mode_asks_once_for_all_hosts_and_names_them(
             ("Which port?", "8080"),
             ("The same answer for 3 more host(s) asking this? [Y/n]", ""),
         ],
+        # Answered once every host has asked it: then the answer is offered to all of them.
+        ready={"Which port?": lambda: len(_asked(home, "Which port?")) == 4},
     )
     assert code == 0, err
     assert err.count("Run? [y/N/a/e]") == 1
@@ -224,6 +245,7 @@ def test_sigint_ends_every_host_and_still_prints_the_summary(
         last = json.loads((run_dir / f"{host}.jsonl").read_text().splitlines()[-1])
         assert last["type"] == "result" and last["status"] == "aborted"
     # kosmos ended every host's command before it exited: none of them outlives it.
+    need("pgrep", "procps")
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout == ""
 

@@ -14,6 +14,7 @@ import asyncssh
 import pytest
 
 from tests.fleethelpers import host_of, scripted
+from tests.helpers import until
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd
 from tests.sshserver import InProcessSSHServer
@@ -386,12 +387,17 @@ async def test_sigint_ends_every_remote_command(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    # Interrupt once every host's command runs on the server (seen there, not in kosmos).
-    for _ in range(600):
-        if len(list(remote.remote_home.glob("started.*"))) == 4:
-            break
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.1)
+    # Interrupt once every host's command runs on the server (seen there, not in kosmos):
+    # its file made and both its sleeps started.
+    await until(
+        lambda: (
+            len(list(remote.remote_home.glob("started.*"))) == 4
+            and sum(line.split(None, 2)[2:] == ["sleep 30"] for line in remote.user_processes())
+            == 8
+        ),
+        what="every host's command to run on the server",
+        timeout=30,
+    )
     proc.send_signal(signal.SIGINT)
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     left = remote.user_processes()

@@ -13,10 +13,12 @@ import pytest
 
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import READ_FILE_LIMIT, FileUnreadable, OutputBuffer
+from tests.helpers import need, running, until
 
 
 def alive(marker: str) -> list[str]:
     """PIDs of processes whose command line holds `marker` (not counting this search)."""
+    need("ps", "procps")
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
 
@@ -36,8 +38,7 @@ async def test_timeout_ends_the_whole_process_group() -> None:
     assert result.timed_out and not result.cancelled
     assert time.monotonic() - started < 4
     assert result.output.text() == "started\n"
-    await asyncio.sleep(0.2)
-    assert alive(marker) == []
+    await until(lambda: alive(marker) == [], what=f"every {marker} to end", timeout=5)
 
 
 async def test_stop_event_ends_the_command_and_keeps_partial_output() -> None:
@@ -59,13 +60,11 @@ async def test_stop_event_ends_the_command_and_keeps_partial_output() -> None:
 async def test_cancelling_the_task_kills_the_group() -> None:
     marker = f"sleep 2000{uuid.uuid4().int % 1000}"
     task = asyncio.ensure_future(LocalRunner().run(f"{marker} & {marker}", timeout=60))
-    await asyncio.sleep(0.3)
-    assert alive(marker)
+    await until(lambda: len(running(marker)) == 2, what=f"both {marker} to run")
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    await asyncio.sleep(0.2)
-    assert alive(marker) == []
+    await until(lambda: alive(marker) == [], what=f"every {marker} to end", timeout=5)
 
 
 async def test_stdin_is_closed_so_reading_commands_end() -> None:

@@ -33,6 +33,7 @@ from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from kosmos.hosts.wrapper import plain
 from tests.conftest import run_cli
+from tests.helpers import need
 from tests.lockkit import Listener, bin_without, make_scratch, state
 from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
 
@@ -153,6 +154,8 @@ async def host(
     request: pytest.FixtureRequest, tmp_path: Path, bins: Path, ssh_home: Path
 ) -> AsyncIterator[Host]:
     kind = request.param
+    if "dash" in kind:
+        need("dash", "dash")
     if kind.startswith("local"):
         path = {
             "local-bash-perl": None,
@@ -192,6 +195,8 @@ async def _learnt(runner: Runner) -> LockStatus:
 
 
 async def test_every_write_changes_nothing_inside_the_lock(host: Host) -> None:
+    need("setfattr", "attr")
+    need("chattr", "e2fsprogs")
     failures = []
     commands = [c for c in WRITES if not (c.startswith("perl") and "python3" in host.label)]
     for i, command in enumerate(commands):
@@ -344,6 +349,7 @@ def listener() -> Iterator[Listener]:
 async def test_no_byte_reaches_a_port_that_is_not_allowed(
     where: str, listener: Listener, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    need("curl", "curl")
     runner = await _runner(where, tmp_path, request)
     try:
         port = listener.port
@@ -369,6 +375,7 @@ async def test_no_byte_reaches_a_port_that_is_not_allowed(
 async def test_an_allowed_port_is_reached_and_a_write_reaches_none(
     listener: Listener, tmp_path: Path
 ) -> None:
+    need("curl", "curl")
     runner = LocalRunner(cwd=tmp_path, lock=LockConfig(ports=(listener.port,)))
     curl = f"curl -sS -m 5 http://127.0.0.1:{listener.port}/"
     read = await runner.run(curl, timeout=20, lock=Lock())
@@ -454,6 +461,7 @@ async def test_no_signal_leaves_the_lock(
 
 
 async def test_root_cannot_change_the_network_inside_the_lock(tmp_path: Path) -> None:
+    need("ip", "iproute2")
     runner = LocalRunner(cwd=tmp_path)
     name = f"kl{os.getpid() % 100000}"
     result = await runner.run(f"ip link add {name} type bridge", timeout=20, lock=Lock())
@@ -473,6 +481,7 @@ async def test_root_cannot_change_the_network_inside_the_lock(tmp_path: Path) ->
 
 
 async def test_sudo_cannot_gain_root_inside_the_lock(sshd: Sshd, ssh_home: Path) -> None:
+    need("sudo", "sudo")
     runner = await _ssh(sshd, ssh_home)
     try:
         result = await runner.run("sudo -n id -u", timeout=20, lock=Lock())
@@ -557,8 +566,10 @@ def test_a_kernel_that_refuses_landlock_is_named(errno: int, why: str) -> None:
 def _probe_in(shell: str, script: str, *, mounts: str, path: str | None = None) -> list[str]:
     """The probe's lines, run in a mount namespace of its own where `mounts` (shell commands)
     have changed what /proc says of the kernel; skipped where that needs what is not here."""
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("needs root and unshare to change what /proc says of the kernel")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to change what /proc says of the kernel")
+    need("unshare", "util-linux")
+    need(shell, shell)
     env = {**os.environ, "PATH": path or os.environ.get("PATH", os.defpath)}
     out = subprocess.run(
         ["unshare", "-m", shell, "-c", f"{mounts} || exit 99; {script}"],
@@ -630,6 +641,7 @@ async def test_an_older_abi_holds_files_but_not_ports_or_signals(
 ) -> None:
     """A ruleset of ABI 3 on this kernel is what an ABI 3 kernel enforces: files stay held,
     TCP and signals do not (the README's table says so)."""
+    need("curl", "curl")
     runner = LocalRunner(cwd=tmp_path)
     runner.host_lock.status = LockStatus(abi=3, seccomp=True, interpreter="perl", arch=_arch())
     where = make_scratch(tmp_path / "old")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import shutil
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -47,10 +46,10 @@ def kit() -> HostLock:
 
 @pytest.fixture(scope="module")
 def judge() -> Iterator[ShellJudge]:
-    if os.geteuid() != 0 or not shutil.which("dash") or not shutil.which("useradd"):
+    if os.geteuid() != 0:
         if os.environ.get("KOSMOS_REQUIRE_SSHD") == "1":
-            pytest.fail("the shell judge must run here: it needs root, dash and useradd")
-        pytest.skip("needs root, dash and useradd to run commands as a throwaway user")
+            pytest.fail("the shell judge must run here: it needs root")
+        pytest.skip("needs root to run commands as a throwaway user")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     # Not under pytest's folder: another pytest run resets that to 0700, and the throwaway
     # user would reach nothing.

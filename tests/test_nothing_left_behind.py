@@ -23,6 +23,7 @@ from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
+from tests.helpers import need
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd, write_client_home
 from tests.sshserver import FreezableProxy
@@ -37,6 +38,7 @@ def _running(lines: list[str], marker: str) -> list[str]:
 
 
 def _local(marker: str) -> list[str]:
+    need("ps", "procps")
     out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
     return [
         x for x in _running(out.stdout.splitlines(), marker) if not x.split()[1].startswith("Z")

@@ -41,8 +41,8 @@ def _programs() -> list[tuple[str, list[str], list[str]]]:
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShellJudge]:
-    if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("unshare"):
-        pytest.skip("needs root, setpriv and unshare to ask programs as a throwaway user")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to ask programs as a throwaway user")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     judge = ShellJudge(tmp_path_factory.mktemp("options"), f"opt{worker}")
     try:

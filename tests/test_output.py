@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kosmos.engine.session import LLM_MAX_BYTES, LLM_MAX_LINES, SessionOptions
 from kosmos.events import CommandFinished
-from tests.helpers import run_session
+from tests.helpers import need, run_session
 from tests.llmserver import ScriptedLLM
 
 
@@ -64,6 +64,7 @@ async def test_hanging_command_times_out_and_leaves_nothing(llm: ScriptedLLM) ->
     assert llm.requests[1].last_user_text == (
         "Command output:\nbegun\n[timed out after 0.5 s; the command was stopped]\n\n[Step 2 of 100]"
     )
+    need("ps", "procps")
     ps = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
     assert marker not in ps
 

@@ -25,8 +25,8 @@ async def _answer_after(seconds: float) -> str:
 async def _hog(until: float) -> None:
     """A controller busy with other hosts: it holds the loop for 0.3 s at a time."""
     while time.monotonic() < until:
-        time.sleep(0.3)
-        await asyncio.sleep(0)
+        time.sleep(0.3)  # the loop held, on purpose
+        await asyncio.sleep(0)  # and let go for one pass
 
 
 async def test_a_busy_loop_does_not_use_the_timeout_up() -> None:

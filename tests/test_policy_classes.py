@@ -7,7 +7,6 @@ the read-only ones and every respelling of all of them (`tests/test_policy_shell
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from kosmos.safety import assess
 from kosmos.safety.embedded import sed_writes
+from tests.helpers import need
 from tests.policy_mutants import SEEDS
 
 READS = {
@@ -148,9 +148,9 @@ def _sed_refuses(script: str, cwd: Path, *options: str) -> str:
     return done.stderr if done.returncode else ""
 
 
-@pytest.mark.skipif(shutil.which("sed") is None, reason="GNU sed is not installed")
 @pytest.mark.parametrize("script", SED_SCRIPTS)
 def test_sed_scripts_read_as_gnu_sed_reads_them(script: str, tmp_path: Path) -> None:
+    need("sed", "sed")
     # GNU sed's --sandbox refuses a script with e, r or w anywhere in it (these have no r).
     if _sed_refuses(script, tmp_path):
         return  # sed refuses it outright; whatever kosmos says, nothing runs

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers import need
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 
@@ -37,8 +37,9 @@ def system_env(home: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_readme_commands_work_as_written_with_the_system_python(tmp_path: Path) -> None:
-    if not SYSTEM_PYTHON.exists() or shutil.which("git") is None:
-        pytest.skip("needs /usr/bin/python3 and git, as on a stock Debian or Ubuntu server")
+    if not SYSTEM_PYTHON.exists():
+        pytest.skip("needs /usr/bin/python3, as on a stock Debian or Ubuntu server")
+    need("git", "git")
     probe = subprocess.run(
         [str(SYSTEM_PYTHON), "-c", "import ensurepip"], capture_output=True, text=True
     )

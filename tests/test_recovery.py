@@ -15,6 +15,7 @@ import pytest
 
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
+from tests.helpers import need
 from tests.llmserver import ScriptedLLM, Status, call, calls
 
 
@@ -303,6 +304,7 @@ def test_resume_after_sigterm_continues_the_aborted_run(
     assert read_transcript(transcript)[-1].status == "aborted"
     # The command's process group was ended with the run (zombies awaiting init aside).
     group = int((project / "slow.pid").read_text())
+    need("ps", "procps")
     ps = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True).stdout
     alive = [line for line in ps.splitlines() if line.split()[0] == str(group)]
     assert all(line.split()[1].startswith("Z") for line in alive), alive

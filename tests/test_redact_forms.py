@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from kosmos.events import CommandFinished
 from kosmos.safety import MASK, Redactor
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
+from tests.helpers import need
 from tests.llmserver import ScriptedLLM
 from tests.test_redact import CHUNK_SIZES, streamed, transcribed
 
@@ -123,10 +123,10 @@ def _real_key(tmp_path: Path, kind: str) -> str:
     """A private key from the tools that make them: OpenSSH's and OpenSSL's (PEM)."""
     path = tmp_path / f"key-{kind}"
     if kind == "openssh":
+        need("ssh-keygen", "openssh-client")
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
     else:
-        if shutil.which("openssl") is None:
-            pytest.skip("openssl is not installed")
+        need("openssl", "openssl")
         subprocess.run(
             ["openssl", "genpkey", "-algorithm", "RSA", "-out", str(path)],
             check=True,
@@ -166,8 +166,7 @@ def test_a_key_printed_in_part_or_upside_down_leaves_no_line_of_its_body(
 def test_a_certificate_without_its_armour_lines_would_be_masked_but_not_with_them(
     tmp_path: Path,
 ) -> None:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+    need("openssl", "openssl")
     key = tmp_path / "k"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),

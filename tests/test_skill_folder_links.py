@@ -17,6 +17,7 @@ from kosmos.hosts.ssh_upload import _UNTAR, tar_of
 from kosmos.skills.folder import collect_folder
 from kosmos.skills.loader import load_skill_file
 from tests.conftest import run_cli
+from tests.helpers import need
 from tests.llmserver import ScriptedLLM
 from tests.sshd import Sshd, write_client_home
 from tests.test_skill_folders import events, run_the_script, skill_folder
@@ -168,8 +169,7 @@ def test_the_untar_script_reads_all_its_input_whatever_way_it_ends(
     """Over a command channel, input left unread when the command exits closes the channel
     while kosmos still sends ("Channel not open for sending"): the script, under the real
     shells, reads all of it first. A pipe's writer sees the same as an EPIPE."""
-    if shutil.which(shell) is None:
-        pytest.skip(f"no {shell} here")
+    shell_path = need(shell, shell)
     home = tmp_path / "home"
     home.mkdir()
     dest = ".cache/kosmos/skills/probe-1"
@@ -189,8 +189,6 @@ def test_the_untar_script_reads_all_its_input_whatever_way_it_ends(
         data = b"not a tar\n" * 100
     # Far more than a pipe holds (64 KiB): a writer whose reader has gone gets EPIPE.
     data += b"\0" * (1024 * 1024)
-    shell_path = shutil.which(shell)
-    assert shell_path is not None
     with subprocess.Popen(
         [shell_path, "-c", _UNTAR, "kosmos", dest, "abcd1234"],
         cwd=home,

@@ -652,7 +652,7 @@ class HomeRunner:
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
         async with asyncio.timeout(timeout):
-            await asyncio.sleep(self.delay)
+            await asyncio.sleep(self.delay)  # a slow host, on purpose: the timeout must end it
             real = Path(str(self.home) + path[1:]) if path.startswith("~/") else Path(path)
             return real.read_text(encoding="utf-8") if real.is_file() else None
 

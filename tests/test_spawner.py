@@ -21,6 +21,7 @@ from kosmos.hosts.lock import HostLock, LockStatus
 from kosmos.hosts.lock_rules import ARCH_NAMES
 from kosmos.hosts.runner import Lock
 from kosmos.hosts.spawner import Spawner, spawner_works
+from tests.helpers import need
 
 pytestmark = pytest.mark.skipif(
     not spawner_works() or os.uname().machine not in ARCH_NAMES,
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.skipif(
 def alive(marker: str) -> list[str]:
     """Live processes (zombies are not) whose command line is `marker`: the command's sleeps,
     not the process whose arguments only hold it."""
+    need("ps", "procps")
     out = subprocess.run(["ps", "-ww", "-eo", "pid=,stat=,args="], capture_output=True, text=True)
     found = []
     for line in out.stdout.splitlines():
@@ -48,6 +50,7 @@ def gone_within(marker: str, seconds: float) -> list[str]:
 
 
 def children(pid: int) -> list[tuple[int, str]]:
+    need("ps", "procps")
     out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True)
     rows = [line.split(None, 1) for line in out.stdout.decode().splitlines()]
     return [(int(row[0]), row[1]) for row in rows if len(row) == 2]
@@ -96,6 +99,7 @@ async def test_what_leaves_a_locked_commands_group_is_ended_with_it(
     what it starts and ends what a locked command left, once the command's process has ended
     (the command is not held to its timeout when the daemon holds the output). An approved
     command's daemon runs on, as it always has."""
+    need("pkill", "procps")
     runner = await _locked_runner(tmp_path)
     marker = f"sleep 310{uuid.uuid4().int % 1000}"
     started = time.monotonic()

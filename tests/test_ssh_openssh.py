@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from kosmos.hosts.ssh import SSHRunner
 from kosmos.hosts.target import parse_target
 from kosmos.transcript import read_transcript
 from tests.conftest import ROOT, run_cli
-from tests.helpers import ScriptOperator, run_session
+from tests.helpers import ScriptOperator, need, run_session
 from tests.llmserver import Recorded, ScriptedLLM
 from tests.sshd import Sshd, free_port, keygen, write_client_home
 
@@ -52,6 +51,7 @@ async def _until_gone(remote: Sshd, marker: str) -> list[str]:
 
 def _kill_sessions(remote: Sshd) -> int:
     """Kill the per-connection sshd processes of the test user (as a crash or a reboot would)."""
+    need("ps", "procps")
     out = subprocess.run(
         ["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True
     ).stdout
@@ -116,6 +116,7 @@ async def test_stdin_and_pager_commands_do_not_hang(runner: SSHRunner) -> None:
 
 
 async def test_sudo_without_a_terminal_fails_instead_of_waiting(runner: SSHRunner) -> None:
+    need("sudo", "sudo")  # without it, "sudo: not found" would pass for the refusal
     result = await runner.run("sudo -k; sudo id", timeout=10)
     assert not result.timed_out
     assert result.exit_code != 0
@@ -451,8 +452,7 @@ SUDO_PASSWORD = "canary-ssh-sudo-2718"
 @pytest.fixture
 def sudo_remote(remote: Sshd) -> Iterator[Sshd]:
     """The sshd's test user, for this test with a sudo that asks for its password."""
-    if not shutil.which("sudo"):
-        pytest.skip("sudo is not installed")
+    need("sudo", "sudo")
     rule = Path(f"/etc/sudoers.d/{remote.user}")
     subprocess.run(["chpasswd"], input=f"{remote.user}:{SUDO_PASSWORD}\n", text=True, check=True)
     rule.write_text(f"{remote.user} ALL=(ALL) ALL\n")

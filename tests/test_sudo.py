@@ -11,7 +11,6 @@ import io
 import json
 import os
 import shlex
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from kosmos.frontends.line import LineOperator
 from kosmos.frontends.render import TextRenderer
 from kosmos.hosts.local import LocalRunner
 from kosmos.hosts.runner import CommandResult, Lock, OnOutput
-from tests.helpers import ScriptOperator, run_session
+from tests.helpers import ScriptOperator, need, run_session
 from tests.llmserver import ScriptedLLM
 
 PASSWORD = "canary-sudo-pw-3141"
@@ -39,8 +38,10 @@ def sudo_user() -> Iterator[str]:
 
     One per process, so that concurrent test runs on the same machine do not collide.
     """
-    if os.geteuid() != 0 or not (shutil.which("sudo") and shutil.which("useradd")):
-        pytest.skip("needs root, sudo and useradd to create a user whose sudo asks a password")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create a user whose sudo asks a password")
+    need("sudo", "sudo")
+    need("useradd", "passwd")
     user = f"ksudo{os.getpid()}"
     rule = Path(f"/etc/sudoers.d/{user}")
     subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], capture_output=True, check=True)
@@ -181,8 +182,9 @@ async def test_headless_sudo_never_waits_and_the_llm_is_told(
 
 
 async def test_sudo_without_password_needed_runs_directly(llm: ScriptedLLM) -> None:
-    if os.geteuid() != 0 or not shutil.which("sudo"):
-        pytest.skip("needs root and sudo")
+    if os.geteuid() != 0:
+        pytest.skip("needs root, whose sudo asks no password")
+    need("sudo", "sudo")
     llm.script("[CMD] sudo id -u", "[DONE] ok")
     operator = ScriptOperator()
     await run_session(llm.base_url, operator=operator)

@@ -4,36 +4,22 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import read_until, wait_until
 from tests.llmserver import ScriptedLLM
-
-
-def _read_until(fd: int, text: bytes, timeout: float = 20) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while text not in seen:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"{text!r} never appeared; the terminal shows {seen!r}")
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            seen += os.read(fd, 4096)
-    return seen
 
 
 @pytest.mark.parametrize(
     ("script", "prompt"),
     [
-        (["[CMD] echo one"], b"Run? [y/N/e/a]"),  # readline turns echo off while it reads
+        (["[CMD] echo one"], b"Run? [y/N/e/a]"),
         (["[CMD] rm -rf --no-preserve-root /"], b"Type the host name"),
     ],
 )
@@ -51,8 +37,12 @@ def test_ctrl_c_at_a_prompt_gives_the_terminal_back_with_echo(
         cwd=tmp_path,
     )
     try:
-        _read_until(master, prompt)
-        time.sleep(0.3)  # the prompt is written just before the read starts
+        read_until(master, prompt)
+        # readline turns echo off while it reads: the prompt alone is shown a moment before.
+        wait_until(
+            lambda: not termios.tcgetattr(slave)[3] & termios.ECHO,
+            what="the prompt's read to turn the terminal's echo off",
+        )
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 130
         assert termios.tcgetattr(slave)[3] & termios.ECHO, "the terminal was left without echo"

@@ -121,7 +121,7 @@ async def test_llm_concurrency_bounds_the_fleet_screens_requests(
         with lock:
             state["now"] += 1
             state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.1)
+        time.sleep(0.1)  # a reply that takes a while: the requests in flight overlap
         with lock:
             state["now"] -= 1
         return inner(record)

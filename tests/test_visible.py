@@ -86,7 +86,10 @@ def test_the_tui_shows_the_escapes_of_a_command(
     wait(lambda: "awaiting approval" in term.screen(), "the approval")
     screen = term.screen()
     assert "␛[1G␛[2Kpython3 -c" in screen, screen
-    time.sleep(REACT_S + 0.1)  # read before deciding: a key sooner is not an answer
+    # The step has the focus once the footer offers its keys; only from that frame on does
+    # a key answer it, and not within REACT_S: read before deciding, a key sooner is none.
+    wait(lambda: "s Skip" in term.screen(), "the step focused, its keys in the footer")
+    time.sleep(REACT_S + 0.1)
     term.keys("s")
     wait(lambda: "nothing ran" in term.screen(), "the run's end")
     assert not (tmp_path / "victim.txt").exists()

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import need, wait_until
 
 
 class Terminal:
@@ -47,8 +47,7 @@ class Terminal:
 
 @pytest.fixture
 def terminal() -> Iterator[Callable[..., Terminal]]:
-    if shutil.which("tmux") is None:
-        pytest.fail("tmux is needed for this test (apt-get install tmux)")
+    need("tmux", "tmux")
     opened: list[Terminal] = []
 
     def open_terminal(command: list[str], **kwargs: Any) -> Terminal:
@@ -61,8 +60,4 @@ def terminal() -> Iterator[Callable[..., Terminal]]:
 
 
 def wait(check: Callable[[], object], what: str, limit: float = 30) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never got to: {what}")
-        time.sleep(0.1)
+    wait_until(check, what=what, timeout=limit, every=0.1)

@@ -140,7 +140,7 @@ def finished(app: KosmosApp) -> Callable[[], bool]:
 
 async def settle(pilot: Pilot) -> None:
     await pilot.pause()
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one more pass of the loop, for what the pause's callbacks started
 
 
 def running_timers(app: App[object]) -> list[str]:
