@@ -20,6 +20,8 @@ except ImportError:  # pragma: no cover - platforms without termios
 from kosmos.engine.guard import visible
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+# What `Console.style` wraps a text in: taken off again on its way to a file or a pipe.
+STYLE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class EndOfInput(Exception):
@@ -62,7 +64,12 @@ class Console:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.stdin = stdin or sys.stdin
-        self.color = self.err.isatty() if color is None else color
+        # Colour for a person at a terminal: not with NO_COLOR set (no-color.org), and a line
+        # bound for a file or a pipe loses its colour on the way (`kosmos run … > run.log`).
+        if color is None:
+            color = self.err.isatty() and not os.environ.get("NO_COLOR")
+        self.color = color
+        self._ttys: dict[int, bool] = {}
         self._spinner: asyncio.Task[None] | None = None
         self.last_error: str | None = None
         # Called once when a stream's reader went away (`| head`): the front end stops.
@@ -121,6 +128,8 @@ class Console:
         """Write and flush (after the lines `say_soon` holds). A pipe whose reader went away is
         silenced and reported once to `on_closed`; with none set, BrokenPipeError is raised."""
         self.drain()
+        if self.color and "\x1b[" in text and not self._tty(stream):
+            text = STYLE.sub("", text)
         try:
             stream.write(text)
             stream.flush()
@@ -131,6 +140,15 @@ class Console:
             if not self.closed:
                 self.closed = True
                 self.on_closed()
+
+    def _tty(self, stream: TextIO) -> bool:
+        key = id(stream)
+        if key not in self._ttys:
+            try:
+                self._ttys[key] = stream.isatty()
+            except (ValueError, AttributeError):
+                self._ttys[key] = False
+        return self._ttys[key]
 
     def error(self, text: str) -> None:
         """One error line on stderr, unless it is the very line shown last."""
