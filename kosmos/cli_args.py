@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -24,6 +25,17 @@ class Parser(argparse.ArgumentParser):
             flush = getattr(stream, "flush", None)
             if flush is not None:
                 flush()
+
+    def error(self, message: str) -> NoReturn:
+        """One line, as every other error kosmos prints: what is wrong, the closest choice
+        where a value was mistyped (`--policy readonly`), and where the rest is listed."""
+        hint = ""
+        mistyped = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if mistyped:
+            choices = re.findall(r"'([^']*)'", mistyped.group(2))
+            close = difflib.get_close_matches(mistyped.group(1), choices, n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]}? " if close else ""
+        self.exit(2, f"{self.prog}: error: {message}; {hint}({self.prog} --help lists all)\n")
 
 
 def _positive_int(text: str) -> int:

@@ -74,8 +74,24 @@ def test_a_typed_flag_gets_the_closest_one(
 def test_a_bad_value_still_names_its_subcommand(cli_env: dict, tmp_path: Path) -> None:
     proc = run_cli(["run", "probe", "--policy", "sometimes"], env=cli_env, cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("usage: kosmos run [-h]")
-    assert "argument --policy: invalid choice: 'sometimes'" in proc.stderr
+    # One line, as every other error, not the whole usage.
+    assert proc.stderr.splitlines() == [
+        "kosmos run: error: argument --policy: invalid choice: 'sometimes' (choose from 'ask', "
+        "'read-only', 'auto', 'locked'); (kosmos run --help lists all)"
+    ]
+
+
+def test_a_mistyped_value_gets_the_closest_choice(cli_env: dict, tmp_path: Path) -> None:
+    proc = run_cli(["run", "probe", "--policy", "readonly"], env=cli_env, cwd=tmp_path)
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    assert line.endswith("; did you mean read-only? (kosmos run --help lists all)")
+    proc = run_cli(["run", "probe", "--forks", "x"], env=cli_env, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "kosmos run: error: argument --forks: expected a whole number, got 'x'; "
+        "(kosmos run --help lists all)"
+    ]
 
 
 def test_importing_the_cli_loads_no_heavy_module() -> None:
