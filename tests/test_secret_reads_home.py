@@ -14,6 +14,7 @@ import pytest
 from kosmos.safety import assess
 from tests.conftest import run_cli
 from tests.llmserver import ScriptedLLM
+from tests.sshd import Sshd, write_client_home
 
 SECRET_MATERIAL = [
     "cat /proc/*/environ",
@@ -173,3 +174,28 @@ def test_a_secret_read_is_refused_headless_under_read_only_and_locked(
     everything = json.dumps([r.body for r in llm.requests]) + transcript.read_text()
     for secret in (KEY, KEY[::-1], KEY[-14:], "Wp-Secret-77", "T0ken", "T 0 k e n"):
         assert secret not in everything
+
+
+@pytest.mark.parametrize("policy", ["read-only", "locked"])
+def test_over_ssh_too_a_secret_read_is_refused_and_a_plain_read_runs(
+    llm: ScriptedLLM, cli_env: dict, home: Path, project: Path, remote: Sshd, policy: str
+) -> None:
+    write_client_home(home, remote)
+    env = {**cli_env, "KOSMOS_API_KEY": KEY}
+    env.pop("SSH_AUTH_SOCK", None)
+    llm.script(
+        "[CMD] grep -a -h KOSMOS /proc/[0-9]*/environ | rev",
+        "[CMD] echo $AWS_SECRET_ACCESS_KEY | rev",
+        "[CMD] echo plain-read",
+        "[DONE] read",
+    )
+    transcript = project / "t.jsonl"
+    args = ["run", "probe", "--host", "box", "--non-interactive", "--policy", policy]
+    proc = run_cli([*args, "--transcript", str(transcript)], env=env, cwd=project)
+    assert proc.returncode == 0, proc.stderr  # the reads it was refused were done without
+    events = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert [e["command"] for e in events if e["type"] == "command_started"] == ["echo plain-read"]
+    told = [r.last_user_text for r in llm.requests[1:]]
+    assert "secret" in told[0] and "secret" in told[1] and "plain-read" in told[2]
+    everything = json.dumps([r.body for r in llm.requests]) + transcript.read_text()
+    assert not any(p in everything for p in (KEY[::-1], KEY[-14:], KEY[:14]))
