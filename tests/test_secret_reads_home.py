@@ -170,7 +170,7 @@ def test_a_secret_read_is_refused_headless_under_read_only_and_locked(
     events = [json.loads(line) for line in transcript.read_text().splitlines()]
     assert not [e for e in events if e["type"] == "command_started"]
     told = llm.requests[1].last_user_text
-    assert "secret" in told, told
+    assert "it reads secret material" in told and "without a person's yes" in told, told
     everything = json.dumps([r.body for r in llm.requests]) + transcript.read_text()
     for secret in (KEY, KEY[::-1], KEY[-14:], "Wp-Secret-77", "T0ken", "T 0 k e n"):
         assert secret not in everything

@@ -191,6 +191,8 @@ class ApprovalGate:
                 key = (
                     "SKILL_REFUSED_READ_ONLY_MEMORY"
                     if kind == "memory"
+                    else "SKILL_REFUSED_SECRET"
+                    if secret
                     else "SKILL_REFUSED_READ_ONLY"
                 )
                 told = p[key].format(reason=reason)
