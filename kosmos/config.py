@@ -14,7 +14,7 @@ import yaml
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from kosmos.config_keys import KEY_SOURCES, read_key_file, run_key_command
+from kosmos.config_keys import KEY_SOURCES, key_from
 from kosmos.errors import ConfigError, validation_problem
 from kosmos.memory import DEFAULT_FOLDER
 
@@ -556,26 +556,18 @@ def _resolved_key(
     """Settings whose api_key is read from api_key_file or printed by api_key_command."""
     if settings.api_key is not None:
         return settings
-    in_section = settings.provider in settings.providers and any(
-        getattr(settings.providers[settings.provider], key) is not None for key in KEY_SOURCES
+    section = settings.providers.get(settings.provider)
+    in_section = section is not None and any(
+        getattr(section, key) is not None for key in KEY_SOURCES
     )
-    prefix = f"providers.{settings.provider}." if in_section else ""
     if in_section:
-        source = file_of.get("providers")
+        prefix, source = f"providers.{settings.provider}.", file_of.get("providers")
     else:
-        source = file_of.get("api_key_file") or file_of.get("api_key_command")
-    where = f" (in {source})" if source else ""
-    if settings.api_key_file is not None:
-        path = settings.api_key_file.expanduser()
-        if not path.is_absolute():
-            path = (source.parent if source else cwd) / path
-        key = read_key_file(path, f"{prefix}api_key_file{where}")
-    elif settings.api_key_command is not None:
-        setting = f"{prefix}api_key_command{where}"
-        key = run_key_command(settings.api_key_command, setting, env, cwd)
-    else:
-        return settings
-    return replace(settings, api_key=Secret(key))
+        prefix, source = "", file_of.get("api_key_file") or file_of.get("api_key_command")
+    key = key_from(
+        settings.api_key_file, settings.api_key_command, prefix, source, env=env, cwd=cwd
+    )
+    return settings if key is None else replace(settings, api_key=Secret(key))
 
 
 def _read_seal_key(path: Path) -> Secret:

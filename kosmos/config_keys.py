@@ -16,12 +16,41 @@ from pathlib import Path
 
 from kosmos.errors import ConfigError
 
-__all__ = ["COMMAND_TIMEOUT", "KEY_SOURCES", "key_notice", "read_key_file", "run_key_command"]
+__all__ = [
+    "COMMAND_TIMEOUT",
+    "KEY_SOURCES",
+    "key_from",
+    "key_notice",
+    "read_key_file",
+    "run_key_command",
+]
 
 # The settings a key may come from, one at a time.
 KEY_SOURCES = ("api_key", "api_key_file", "api_key_command")
 # How long a key command may take: a password manager may wait for its passphrase.
 COMMAND_TIMEOUT = 120.0
+
+
+def key_from(
+    file: Path | None,
+    command: str | None,
+    prefix: str,
+    source: Path | None,
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+) -> str | None:
+    """The key from `file` (relative: to the config file `source` that names it) or printed
+    by `command`; None when neither is set. Errors name the setting (`prefix` + its name)."""
+    where = f" (in {source})" if source else ""
+    if file is not None:
+        path = file.expanduser()
+        if not path.is_absolute():
+            path = (source.parent if source else cwd) / path
+        return read_key_file(path, f"{prefix}api_key_file{where}")
+    if command is not None:
+        return run_key_command(command, f"{prefix}api_key_command{where}", env, cwd)
+    return None
 
 
 def read_key_file(path: Path, setting: str) -> str:

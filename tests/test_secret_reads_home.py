@@ -42,6 +42,7 @@ SECRET_MATERIAL = [
     "cat $XDG_CONFIG_HOME/kosmos/config.yaml",
     "cat /srv/cfg/kosmos/config.yaml",
     "cat /etc/kosmos/config.yaml",
+    "cat .kosmos/config.yaml",
     "grep -a api_key ~/.config/kosmos/*.yaml",
     "od -c /var/www/html/wp-config.php",
     "cat wp-config.php.bak",

@@ -50,7 +50,7 @@ SECRET_PATHS = (
 
 # The last two components of a path that holds secrets wherever it lies: kosmos's user
 # settings under any XDG_CONFIG_HOME.
-SECRET_TAILS = ("kosmos/config.yaml", "kosmos/kosmos.yaml")
+SECRET_TAILS = ("kosmos/config.yaml", "kosmos/kosmos.yaml", ".kosmos/config.yaml")
 
 # File names that hold secrets wherever they are.
 SECRET_NAMES = (
