@@ -74,6 +74,9 @@ SECRET_VARIABLES = [
     "declare -p DB_PASSWD",
     "sh -c 'echo $API_KEY'",
     "ls; echo $X_SECRET",
+    "kubectl get secret db -o yaml",
+    "kubectl config view --raw",
+    "nmcli -s connection show wifi",
 ]
 
 NOT_SECRET = [
@@ -103,7 +106,7 @@ def test_reading_a_secret_is_asked_for_under_every_lock(command: str) -> None:
     result = assess(command, "bash")
     assert result.verdict == "write", result.reason
     assert result.secret, result.reason
-    assert "secret" in result.reason or "without their names" in result.reason
+    assert any(w in result.reason for w in ("secret", "credentials", "without their names"))
 
 
 @pytest.mark.parametrize("command", NOT_SECRET)

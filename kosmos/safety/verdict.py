@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Assessment",
     "Context",
+    "SecretReason",
     "Verdict",
     "dangerous",
     "ro",
@@ -55,9 +56,14 @@ def dangerous(reason: str) -> Assessment:
     return Assessment("dangerous", reason)
 
 
+class SecretReason(str):
+    """A rule's reason that says the command prints secrets (`kubectl get secret -o yaml`):
+    a read of secret material, not a write (`read_only_rule` makes it one)."""
+
+
 def secret(reason: str) -> Assessment:
     """A read of secret material: a write to the policy, which no lock lets run unasked."""
-    return Assessment("write", reason, secret=True)
+    return Assessment("write", str(reason), secret=True)
 
 
 def _keep_secret(found: Assessment, a: Assessment, b: Assessment) -> Assessment:
