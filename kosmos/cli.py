@@ -31,16 +31,24 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(args: argparse.Namespace, *, llm: bool = True) -> Settings:
+    """The settings, resolved once. `llm`: the command talks to the LLM, so its key is read
+    (api_key_file, api_key_command), and a key found in the environment is said once."""
     from kosmos.config import load_settings
+    from kosmos.config_keys import key_notice
 
-    return load_settings(
+    settings = load_settings(
         _flags(args),
         env=os.environ,
         cwd=Path.cwd(),
         home=Path.home(),
         config_path=getattr(args, "config", None),
+        resolve_key=llm,
     )
+    notice = key_notice(settings.api_key_from) if llm else None
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
+    return settings
 
 
 def _run_frontend(request: Any, settings: Settings) -> Any:
@@ -165,7 +173,7 @@ def _cmd_skills(args: argparse.Namespace) -> int:
     from kosmos.frontends.skills import list_skills, show_skill
 
     _check_skills_dirs(args)
-    settings = _settings(args)
+    settings = _settings(args, llm=False)
     if args.skills_command == "show":
         return show_skill(args.name, settings, args.skills_dir, args.host)
     return list_skills(settings, args.skills_dir, args.host)
@@ -223,13 +231,13 @@ def _cmd_tui(args: argparse.Namespace) -> int:
 def _cmd_hosts(args: argparse.Namespace) -> int:
     from kosmos.frontends.hosts import hosts_command
 
-    return hosts_command(_settings(args), home=Path.home(), check=args.check)
+    return hosts_command(_settings(args, llm=False), home=Path.home(), check=args.check)
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
     from kosmos.frontends.log import log_command
 
-    directory = _settings(args).transcript_dir
+    directory = _settings(args, llm=False).transcript_dir
     assert directory is not None  # settings always resolve it
     return log_command(directory, args.run, host=args.host, json_out=args.json, limit=args.limit)
 
@@ -298,7 +306,7 @@ def _main(argv: Sequence[str] | None) -> int:
             from kosmos.frontends.merge import merge_command
             from kosmos.seal import key_bytes
 
-            key = key_bytes(_settings(args).seal_key)
+            key = key_bytes(_settings(args, llm=False).seal_key)
             return merge_command(args.dirs, json_out=args.json, key=key)
         if args.command == "log":
             return _cmd_log(args)

@@ -14,6 +14,7 @@ import yaml
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
+from kosmos.config_keys import KEY_SOURCES, key_from
 from kosmos.errors import ConfigError, validation_problem
 from kosmos.memory import DEFAULT_FOLDER
 
@@ -105,6 +106,8 @@ class ProviderSettings(_Section, frozen=True, kw_only=True):
     base_url: str | None = None
     api_key: Secret | None = None
     model: Name | None = None
+    api_key_file: Path | None = None
+    api_key_command: str | None = None
     capabilities: CapabilitySettings = CapabilitySettings()
     # Per model name: capabilities that differ from the provider's.
     models: dict[str, CapabilitySettings] = {}
@@ -135,6 +138,13 @@ class Settings(_Section, frozen=True, kw_only=True, dict=True):
     base_url_from: str | None = None
     model: Name = DEFAULT_MODEL
     api_key: Secret | None = None
+    # The key from a file, or from what a command prints (kosmos.config_keys); resolved into
+    # api_key at start, for the provider in use.
+    api_key_file: Path | None = None
+    api_key_command: str | None = None
+    # The environment variable the key came from; None when a file, a command or the config
+    # did. Never read from a file.
+    api_key_from: str | None = None
     temperature: Annotated[float, Meta(ge=0, le=2)] = 0.3
     max_tokens: Annotated[int, Meta(ge=1)] = 512
     llm_timeout: Positive = 30.0
@@ -214,7 +224,9 @@ class Settings(_Section, frozen=True, kw_only=True, dict=True):
 
 
 # Keys a config file may hold: every field of Settings but what kosmos derives itself.
-FILE_KEYS = tuple(k for k in Settings.__struct_fields__ if k != "base_url_from")
+FILE_KEYS = tuple(
+    k for k in Settings.__struct_fields__ if k not in ("base_url_from", "api_key_from")
+)
 
 
 def config_paths(cwd: Path, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -240,7 +252,10 @@ ALLOWED = {
     "base_url": "an http(s) URL such as http://localhost:11434/v1",
     "base_url_from": "nothing: kosmos sets it",
     "model": "a model name the server knows",
-    "api_key": "a string (better: the KOSMOS_API_KEY environment variable)",
+    "api_key": "a string (better: api_key_file or api_key_command)",
+    "api_key_file": "a file holding the API key (read once at start)",
+    "api_key_command": "a shell command that prints the API key (run once at start)",
+    "api_key_from": "nothing: kosmos sets it",
     "temperature": "a number from 0 to 2",
     "max_tokens": "a whole number of at least 1",
     "llm_timeout": "seconds, more than 0",
@@ -416,11 +431,17 @@ def _provider_section(merged: dict[str, Any], provider: str) -> None:
     """
     if merged.get("provider", "openai") != provider:
         # Top-level keys belong to the file's own provider; another one starts from its section.
-        for key in ("base_url", "api_key", "model"):
+        for key in ("base_url", "model", *KEY_SOURCES):
             merged.pop(key, None)
     section = (merged.get("providers") or {}).get(provider) or {}
     if not isinstance(section, dict):
         return
+    if any(section.get(key) is not None for key in KEY_SOURCES):
+        # The section's key, from wherever it says, wins over the top level's.
+        for key in KEY_SOURCES:
+            merged.pop(key, None)
+            if section.get(key) is not None:
+                merged[key] = section[key]
     defaults = PROVIDER_DEFAULTS.get(provider, {})
     for key in ("base_url", "api_key", "model"):
         if section.get(key) is not None:
@@ -447,10 +468,13 @@ def load_settings(
     cwd: Path,
     home: Path,
     config_path: Path | None = None,
+    resolve_key: bool = True,
 ) -> Settings:
     """Merge flags > environment > config file(s) > defaults into one frozen Settings.
 
     `flags` holds only the options the user actually gave (None values are ignored).
+    `resolve_key`: read api_key_file or run api_key_command (a command that talks to no LLM
+    need not).
     """
     merged: dict[str, Any] = {}
     # The file each top-level key was last set by.
@@ -476,10 +500,20 @@ def load_settings(
         url_from = url_env
     if env.get(ENV_MODEL):
         from_env["model"] = env[ENV_MODEL]
+    key_from = None
     for name in ENV_API_KEYS.get(provider, ()):
         if env.get(name):
             from_env["api_key"] = env[name]
+            key_from = name
+            for key in KEY_SOURCES[1:]:  # the environment wins: nothing else is run or read
+                merged.pop(key, None)
             break
+    given = [key for key in KEY_SOURCES if merged.get(key) is not None and key not in from_env]
+    if len(given) > 1:
+        where = file_of.get(given[0]) or file_of.get("providers") or "the config file"
+        raise ConfigError(
+            f"{' and '.join(given)} in {where}: the API key comes from one of them; keep one"
+        )
     if "seal_key" in merged:
         raise ConfigError(
             f"seal_key in {file_of.get('seal_key', 'a config file')}: a key is not kept in a "
@@ -499,6 +533,7 @@ def load_settings(
             raise ConfigError(f"{url_from}: {problem}; give one such as http://localhost:11434/v1")
     # The default hints already name the flag and the variable; only a file needs naming.
     merged["base_url_from"] = url_from if url_from not in ("--base-url", url_env) else None
+    merged["api_key_from"] = key_from
 
     for key in ("skills_dirs",):
         if key in merged and isinstance(merged[key], str | Path):
@@ -510,7 +545,29 @@ def load_settings(
     settings = replace(settings, memory_dir=cwd / memory_dir)
     if settings.seal_key is None and settings.seal_key_file is not None:
         settings = replace(settings, seal_key=_read_seal_key(settings.seal_key_file.expanduser()))
+    if resolve_key:
+        settings = _resolved_key(settings, env, cwd, file_of)
     return settings
+
+
+def _resolved_key(
+    settings: Settings, env: Mapping[str, str], cwd: Path, file_of: dict[str, Path]
+) -> Settings:
+    """Settings whose api_key is read from api_key_file or printed by api_key_command."""
+    if settings.api_key is not None:
+        return settings
+    section = settings.providers.get(settings.provider)
+    in_section = section is not None and any(
+        getattr(section, key) is not None for key in KEY_SOURCES
+    )
+    if in_section:
+        prefix, source = f"providers.{settings.provider}.", file_of.get("providers")
+    else:
+        prefix, source = "", file_of.get("api_key_file") or file_of.get("api_key_command")
+    key = key_from(
+        settings.api_key_file, settings.api_key_command, prefix, source, env=env, cwd=cwd
+    )
+    return settings if key is None else replace(settings, api_key=Secret(key))
 
 
 def _read_seal_key(path: Path) -> Secret:

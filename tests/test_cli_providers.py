@@ -176,6 +176,8 @@ def test_gemini_errors_say_what_to_check_for_gemini(
         cwd=project,
     )
     assert proc.returncode == 5
-    error = next(line for line in proc.stderr.splitlines() if line.startswith("kosmos: "))
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("kosmos: the API key came from the environment (GEMINI_API_KEY)")
+    error = next(line for line in lines[1:] if line.startswith("kosmos: "))
     assert expected in error
     assert "ollama" not in error and "AI_KOSMOS_MODEL_BASE_URL" not in error and "/v1)" not in error

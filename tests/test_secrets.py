@@ -155,12 +155,14 @@ async def test_a_key_printed_in_pieces_is_masked_live_and_in_the_transcript(
     )
 
 
-def test_a_locked_read_finds_no_key_in_kosmoss_own_environment(
-    llm: ScriptedLLM, cli_env: dict, project: Path, home: Path
+@pytest.mark.parametrize("policy", ["read-only", "locked"])
+def test_a_read_of_every_processs_environment_is_refused_headless(
+    llm: ScriptedLLM, cli_env: dict, project: Path, policy: str
 ) -> None:
     """The kernel shows a process's first environment to every process of its user, in
-    /proc/PID/environ, one inside the kernel lock included: a read that runs unasked there
-    finds kosmos's entry for the key it was started with, but not the key, even reversed."""
+    /proc/PID/environ: the key kosmos was started with sits in its parent's (`timeout`, a CI
+    step, `sudo`). Such a read is secret material, asked and so refused headless; nothing
+    of the key reaches the LLM, even reversed."""
     llm.script(
         "[CMD] grep -a -h -o 'KOSMOS_API_KEY=[^[:cntrl:]]*' /proc/[0-9]*/environ | rev",
         "[DONE] read",
@@ -168,23 +170,14 @@ def test_a_locked_read_finds_no_key_in_kosmoss_own_environment(
     env = {**cli_env, "KOSMOS_API_KEY": API_KEY}
     transcript = project / "t.jsonl"
     proc = run_cli(
-        [
-            "run",
-            "probe",
-            "--non-interactive",
-            "--policy",
-            "read-only",
-            "--transcript",
-            str(transcript),
-        ],
+        ["run", "probe", "--non-interactive", "--policy", policy, "--transcript", str(transcript)],
         env=env,
         cwd=project,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # needs input: a person's yes
+    assert "reads secret material" in proc.stderr
     events = [json.loads(line) for line in transcript.read_text().splitlines()]
-    finished = [e for e in events if e["type"] == "command_finished"]
-    assert len(finished) == 1 and finished[0]["locked"], finished
-    assert "=YEK_IPA_SOMSOK" in llm.requests[1].last_user_text  # kosmos's own entry, read
+    assert not [e for e in events if e["type"] == "command_started"]
+    assert "reads secret material (/proc/[0-9]*/environ)" in llm.requests[1].last_user_text
     bodies = json.dumps([r.body for r in llm.requests])
     assert API_KEY[::-1] not in bodies and API_KEY not in bodies
-    assert API_KEY[::-1] not in transcript.read_text()

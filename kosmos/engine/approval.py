@@ -141,6 +141,7 @@ class ApprovalGate:
             inferred=inferred,
             rerun=rerun,
             service=verdict.service,
+            secret=verdict.secret,
         )
 
     async def judge(
@@ -154,12 +155,14 @@ class ApprovalGate:
         rerun: bool = False,
         kind: ProposalKind = "command",
         service: bool = False,
+        secret: bool = False,
     ) -> Decision:
         """The policy's decision on something already judged `risk`, asking where it must.
 
         `kind` other than `command`: a [GET-FILE] or a memory write, shown as `command`; the
         operator may allow or skip it, never edit it. `service`: a read through a local
         service's socket (the kernel lock then leaves unix and netlink sockets open).
+        `secret`: it reads secret material, which no lock keeps from the LLM: asked for.
         """
         p = self.prompts
         if risk == "dangerous" and self.non_interactive and not self.allow_dangerous:
@@ -172,7 +175,7 @@ class ApprovalGate:
             if self.policy == "auto":
                 return Decision("run", command, "policy", risk, reason)
             reads = self.policy in ("read-only", "locked") or self.auto_read_only
-            locked = self.policy == "locked" and kind == "command"
+            locked = self.policy == "locked" and kind == "command" and not secret
             if kind == "command" and (locked or (risk == "read_only" and reads)):
                 held = self._held(command, risk, service, locked=locked)
                 if held.why is None:
@@ -182,12 +185,14 @@ class ApprovalGate:
                     return Decision("refused", command, "policy", risk, told)
             elif risk == "read_only" and reads:
                 return Decision("run", command, "policy", risk, reason)
-            elif (script := self._skill_script(command, risk, kind)) is not None:
+            elif not secret and (script := self._skill_script(command, risk, kind)) is not None:
                 return script
             elif self.policy in ("read-only", "locked") and self.non_interactive:
                 key = (
                     "SKILL_REFUSED_READ_ONLY_MEMORY"
                     if kind == "memory"
+                    else "SKILL_REFUSED_SECRET"
+                    if secret
                     else "SKILL_REFUSED_READ_ONLY"
                 )
                 told = p[key].format(reason=reason)

@@ -278,6 +278,8 @@ CONTEXT_MAX_LINES = 64
 _OPENS_LINES = re.compile(
     r"(?m):[ \t]*(?:[|>][-+0-9]*)?[ \t]*(?:#[^\n]*)?\r?$"
     r"|\bmachine\b|\bdefault\b|-----(?:BEGIN|END) "
+    # a value on the next line (redis-cli's CONFIG GET), a token folded onto it
+    r"|(?i:requirepass|masterauth)\"?[ \t]*\r?$|\bgh[pousr]_[A-Za-z0-9]{8,35}\r?$"
 )
 # Base64 lines held back at the end of a chunk, at most (then they are shown, masked or not).
 HOLD_B64_LINES = 200
@@ -285,9 +287,15 @@ _B64_LINE = re.compile(r"[A-Za-z0-9+/]{16,76}={0,2}\r?")
 # A long line is cut after a blank at least this far from any secret's label or hint.
 SAFE_WINDOW = 256
 HOLD_LIMIT = 1024 * 1024
+# Hints of tokens without blanks, which a cut after a blank cannot split, and so common in
+# text (`s.`, a Vault token's) that a long line would seldom be cut at all.
+_UNSPLIT = frozenset({"s."})
 _RISKY = re.compile(
     "|".join(
-        [re.escape(h) for h in sorted({h for t in TOKENS for h in t[0] if len(h) > 1}, key=len)]
+        [
+            re.escape(h)
+            for h in sorted({h for t in TOKENS for h in t[0] if len(h) > 1} - _UNSPLIT, key=len)
+        ]
         + [LONG_KEYS, SHORT_KEYS, r"-----", r"\bbegin\b", r"\bmachine\b", r"\bdefault\b"]
     )
 )

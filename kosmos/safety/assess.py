@@ -61,11 +61,16 @@ Judgement calls:
   IFS...), a `test` operator built at run time and `${#a[sub]}` are writes. `unset -f f`
   is not: the walk forgets the function, and a later `f` is judged as the program.
 * Secret material (`secret_files`: private keys, /etc/shadow, .env, kubeconfig, cloud and
-  docker credentials, .pgpass, .netrc, TLS keys) is read only with a yes: a content reader
-  naming it, a glob that would match it (`cat ~/.ssh/*`), or a recursive reader of a
-  directory holding it (`grep -r x /etc`, `find ~/.ssh -exec cat`). Names and metadata are
-  not the secret: `ls ~/.ssh`, `stat`, `wc`, checksums, `grep -l`, public keys (`.pub`).
-  `.` is not taken for the home directory: `grep -rn TODO .` stays a read.
+  docker credentials, .pgpass, .netrc, TLS keys, every process's /proc/PID/environ,
+  kosmos's own settings, wp-config.php) is read only with a yes: a content reader naming it,
+  a glob or an expansion that would match it (`cat ~/.ssh/*`, `cat /proc/$p/environ`), or a
+  recursive reader of a directory holding it (`grep -r x /etc`, `find ~/.ssh -exec cat`).
+  Names and metadata are not the secret: `ls ~/.ssh`, `stat`, `wc`, checksums, `grep -l`,
+  public keys (`.pub`). `.` is not taken for the home directory: `grep -rn TODO .` stays a
+  read. So are secret-named variables (`secret_vars`: `echo $AWS_SECRET_ACCESS_KEY`,
+  `printenv DB_PASSWORD`, `env | grep -i token`, `env | rev`). Such a read is marked
+  `Assessment.secret`: the kernel lock stops writes, not reads, so even the locked policy
+  asks for it.
 """
 
 from __future__ import annotations

@@ -4,23 +4,30 @@ A `Redactor` masks, in this order:
 
 1. the literal secrets it was given (API keys, a sudo password typed at run time) and the
    values of environment variables whose name looks secret, longest first so that a secret
-   containing another one does not leak its tail;
+   containing another one does not leak its tail; then any run of 12 or more characters of a
+   key it was given, forwards or reversed, across blanks and line breaks (`kosmos.safety.
+   key_runs`: `cut -c 20-`, `rev`, `fold`);
 2. private key blocks (OpenVPN's static keys among them), to their END line or, when that is
    missing, to the end of the text, and PuTTY's private lines; then what shows only across
    lines (`kosmos.safety.redact_lines`): a key's body without its BEGIN and END lines or
    upside down (`tac`), a .netrc entry spread over lines, a secret-named YAML key's value on
    the lines below it, and lines whose shape says what they hold (.pgpass, DES hashes in
-   shadow and htpasswd lines);
+   shadow and htpasswd lines); a value on the line below its name (redis-cli's `CONFIG GET
+   requirepass`) and a GitHub token folded over two lines;
 3. what looks like a credential: AWS and Google keys, vendor tokens (GitHub, GitLab, Slack,
-   OpenAI-style, Stripe, Hugging Face, npm, age, Vault), JWTs, `Bearer`/`Basic`
+   OpenAI-style, Stripe, Hugging Face, npm, age, Vault's `hvs.` and bare `s.` tokens), JWTs,
+   Slack webhook URLs, Sentry DSNs, the values of session-like cookies, `Bearer`/`Basic`
    authorization, passwords in URLs (`/` and `@` in them too) and on command lines as `ps`
-   shows them (`mysql -p`, `sshpass -p`, `redis-cli -a`, `-U user%pass`, `htpasswd -b`),
-   kubeconfig's `client-key-data`, Azure `AccountKey=`, and `key=value`,
+   shows them (`mysql -p`, `sshpass -p`, `redis-cli -a`, `-U user%pass`, `htpasswd -b`,
+   `ldapsearch -w`), kubeconfig's `client-key-data`, Azure `AccountKey=`, WordPress's
+   `define('DB_PASSWORD', '...')` and its keys and salts, `*_KEY=` variables
+   (`APP_KEY=base64:...`), and `key=value`,
    `key: value`, `"key": "value"`, `config["KEY"] = "value"` pairs whose key names a
    secret (`SECRET_KEY = '...'` in Django and Flask settings among them);
 4. passwords in config files that have no `=` or `:`: `.netrc` (`machine h login u password
    x`, or the `password x` line of an entry spread over lines), redis.conf (`requirepass x`,
-   `masterauth x`, also as grep shows them and in `CONFIG SET`), and a Kubernetes Secret's
+   `masterauth x`, also as grep shows them and in `CONFIG SET`), LDAP's `bindpw` and
+   `rootpw`, and a Kubernetes Secret's
    values under keys ending in `.key` (`tls.key: <base64>`; keys ending in `password` or
    `token` are pairs already);
 5. password hashes: crypt(3) in its MD5, SHA-256/512, bcrypt, yescrypt, GOST yescrypt,
@@ -69,6 +76,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from kosmos.safety.key_runs import KeyRuns
 from kosmos.safety.redact_lines import (
     mask_colon_lines,
     mask_key_bodies,
@@ -76,6 +84,7 @@ from kosmos.safety.redact_lines import (
     mask_yaml_values,
 )
 from kosmos.safety.secret_patterns import (
+    ACROSS_LINES,
     ANY_HINT,
     KEY_END,
     KEY_HINTS,
@@ -83,6 +92,7 @@ from kosmos.safety.secret_patterns import (
     KEY_VALUE,
     KEYWORD,
     KEYWORD_ANY_CASE,
+    LEADING_HINTS,
     MASK,
     NOT_A_VALUE,
     PRIVATE_KEY,
@@ -119,9 +129,7 @@ def _sub_tokens(text: str, lower: str, active: list[Token]) -> str:
     if len(lower) != len(text):
         return _sub_tokens_by_line(text, lower, active)  # positions would not line up
     for hints, pattern, replacement in active:
-        if len(hints) == 1 and len(hints[0]) == 1:
-            # A one-character hint begins its pattern (`$` for hashes): the regex engine
-            # skips to it as fast as str.find would, and it may be on most lines of a script.
+        if len(hints) == 1 and hints[0] in LEADING_HINTS:
             new = pattern.sub(replacement, text)
             if new != text:
                 text, lower = new, new.lower()
@@ -170,6 +178,15 @@ def _sub_tokens_by_line(text: str, lower: str, active: list[Token]) -> str:
                     line, low = new, new.lower()
         lines[i] = line
     return "\n".join(lines)
+
+
+def _sub_across(text: str) -> str:
+    """The secrets whose value is below its label or folded onto the next line."""
+    lower = text.lower()
+    for hints, pattern, replacement in ACROSS_LINES:
+        if any(hint in lower for hint in hints):
+            text = pattern.sub(replacement, text)
+    return text
 
 
 def _mask_pair(m: re.Match[str]) -> str:
@@ -323,10 +340,15 @@ class Redactor:
         self, secrets: Iterable[str] = (), *, env: Mapping[str, str] | None = None
     ) -> None:
         self._secrets: set[str] = set()
+        # The keys it was given, whose pieces are masked too (not the environment's values,
+        # which may be words).
+        self._keys: set[str] = set()
+        self._runs = KeyRuns(())
         self._literal: re.Pattern[str] | None = None
         self._memo: dict[str, str] = {}
         for secret in secrets:
-            self._remember(secret)
+            if self._remember(secret):
+                self._keys.add(secret.strip())
         for secret in env_secrets(env or {}):
             self._remember(secret)
         self._compile()
@@ -334,6 +356,7 @@ class Redactor:
     def add(self, secret: str) -> None:
         """Mask `secret` from now on (a password typed at run time); short values are ignored."""
         if self._remember(secret):
+            self._keys.add(secret.strip())
             self._compile()
 
     def _remember(self, secret: str) -> bool:
@@ -349,6 +372,7 @@ class Redactor:
 
     def _compile(self) -> None:
         self._memo.clear()
+        self._runs = KeyRuns(self._keys)
         if not self._secrets:
             self._literal = None
             return
@@ -372,6 +396,7 @@ class Redactor:
     def _redact(self, text: str) -> str:
         if self._literal is not None:
             text = self._literal.sub(MASK, text)
+            text = self._runs(text)
         if any(hint in text for hint in KEY_HINTS):
             text = PRIVATE_KEY.sub(_private_key, text)
             text = KEY_TAIL.sub(lambda m: f"{MASK}\n{m.group(1)}", text)
@@ -379,6 +404,7 @@ class Redactor:
             text = PUTTY_KEY.sub(lambda m: f"{m.group(1)}{MASK}\n", text)
         if "\n" in text:  # what shows only across lines (kosmos.safety.redact_lines)
             text = mask_yaml_values(mask_netrc_entries(mask_key_bodies(text)))
+            text = _sub_across(text)
         text = mask_colon_lines(text)
         lower = text.lower()
         if len(text) <= _QUICK_UPTO and len(lower) == len(text) and not ANY_HINT.search(lower):

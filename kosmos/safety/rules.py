@@ -16,7 +16,7 @@ from kosmos.safety.option_tables import OPTION_VALUES
 from kosmos.safety.options import Opts, opts, split_words, texts_of
 from kosmos.safety.queries import risky_assignment
 from kosmos.safety.shell import Word
-from kosmos.safety.verdict import Assessment, ro, write
+from kosmos.safety.verdict import Assessment, SecretReason, ro, secret, write
 
 __all__ = ["RULES", "hidden_option", "read_only_rule"]
 
@@ -261,4 +261,6 @@ def read_only_rule(name: str, args: list[Word]) -> Assessment:
     if rule is None:
         return write(f"not on the read-only list: {name}")
     reason = rule(args)
+    if isinstance(reason, SecretReason):
+        return secret(reason)
     return write(reason) if reason else ro(name, service=name in SERVICE_READS)

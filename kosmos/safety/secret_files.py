@@ -27,7 +27,10 @@ SECRET_PATHS = (
     "/etc/kubernetes/pki/*.key",
     "/etc/rancher/k3s/k3s.yaml",
     "/var/lib/kubelet/pki/*.key",
+    # Every process's environment: the keys its parent was started with (kosmos blanks its
+    # own, not those of a `timeout`, a CI step or a `sudo` above it).
     "/proc/*/environ",
+    "/proc/*/task/*/environ",
     "~/.ssh/id_*",
     "~/.ssh/identity",
     "~/.kube/config",
@@ -40,7 +43,14 @@ SECRET_PATHS = (
     "~/.gnupg/secring.gpg",
     "~/.terraform.d/credentials.tfrc.json",
     "~/.config/gh/hosts.yml",
+    # kosmos's own settings, which may hold its API keys and providers' keys.
+    "~/.config/kosmos/config.yaml",
+    "/etc/kosmos/config.yaml",
 )
+
+# The last two components of a path that holds secrets wherever it lies: kosmos's user
+# settings under any XDG_CONFIG_HOME.
+SECRET_TAILS = ("kosmos/config.yaml", "kosmos/kosmos.yaml", ".kosmos/config.yaml")
 
 # File names that hold secrets wherever they are.
 SECRET_NAMES = (
@@ -72,6 +82,14 @@ SECRET_NAMES = (
     "id_ed25519*",
     "id_xmss*",
     "*.kubeconfig",
+    # a project's kosmos settings (api_key, providers' keys)
+    "kosmos.yaml",
+    # web applications' settings: the database password and the signing keys and salts
+    "wp-config.php",
+    "wp-config.php.*",
+    "LocalSettings.php",
+    # a process's environment, as /proc shows it (`cd /proc/1 && cat environ`)
+    "environ",
 )
 
 # Names the patterns above take in that are public or examples.
@@ -82,6 +100,7 @@ NOT_SECRET_NAMES = (
     ".env.sample",
     ".env.template",
     ".env.dist",
+    "wp-config-sample.php",
     "*.pub.pem",
     "*public*.pem",
 )
@@ -113,6 +132,11 @@ SECRET_EXAMPLES = (
     "~/.git-credentials",
     "~/.my.cnf",
     "~/.config/gh/hosts.yml",
+    "~/.config/kosmos/config.yaml",
+    "/proc/1/environ",
+    "/proc/self/environ",
+    "/proc/1/task/1/environ",
+    "/var/www/html/wp-config.php",
 )
 
 # Basenames standing for SECRET_NAMES, for a glob of names in any directory (`cat *.pem`).
@@ -132,6 +156,9 @@ NAME_EXAMPLES = (
     "id_rsa",
     "id_ed25519",
     "cluster.kubeconfig",
+    "kosmos.yaml",
+    "wp-config.php",
+    "environ",
 )
 
 # Programs that read names and metadata, not contents (`ls ~/.ssh` lists names; `stat`,
@@ -152,3 +179,39 @@ RECURSIVE_FLAGS = {
     "diff": ("-r", "--recursive"),
 }
 ALWAYS_RECURSIVE = frozenset({"rg", "rgrep", "ag", "ack"})
+
+# What makes a variable's name secret (matched case-insensitively anywhere in the name, or at
+# its end): its value is then secret material, as a key file's contents are. A tool that
+# prints it, or a command that expands it (`echo $AWS_SECRET_ACCESS_KEY`), reads a secret
+# that the redactor may not recognise once reshaped (`| sed 's/./& /g'`, `| rev`).
+SECRET_VARIABLE_WORDS = (
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "TOKEN",
+    "API_KEY",
+    "APIKEY",
+    "PRIVATE_KEY",
+    "CREDENTIAL",
+)
+SECRET_VARIABLE_ENDS = ("_KEY",)
+# What a grep pattern over the environment aims at secrets with (a substring of their names).
+SECRET_GREP_WORDS = (*SECRET_VARIABLE_WORDS, "KEY", "PASS", "AUTH", "PRIVATE")
+
+# Programs that print the values of the variables they are given by name.
+VARIABLE_PRINTERS = {
+    "printenv": (),
+    "declare": ("-p",),
+    "typeset": ("-p",),
+    "export": ("-p",),
+    "readonly": ("-p",),
+}
+# Programs that, given no name (and no command to run), print every variable: the values
+# under their names, which the redactor masks only while the name stays beside the value.
+ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset", "readonly"})
+# What keeps each line whole, its name beside its value, so the redactor still sees the pair
+# (`env | sort`, `env | grep -v PATH`); anything else (`env | rev`, `env | cut -d= -f2`,
+# `env | grep -o '=.*'`) may print a value without its name.
+LINE_KEEPERS = frozenset(
+    {"grep", "egrep", "fgrep", "sort", "uniq", "head", "tail", "wc", "less", "more", "cat", "nl"}
+)

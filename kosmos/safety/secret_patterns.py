@@ -207,12 +207,104 @@ _TABLE: tuple[Token, ...] = tuple(
         (("age-secret-key-1",), r"\b(AGE-SECRET-KEY-1)[0-9A-Z]{20,}", rf"\1{MASK}"),
         # HashiCorp Vault's service, batch and recovery tokens.
         (("hvs.", "hvb.", "hvr."), r"\b(hv[sbr]\.)[A-Za-z0-9_-]{20,}", rf"\1{MASK}"),
+        # Vault's older service token: a bare `s.` and 24 base62 characters, both cases in
+        # them (a word such as `s.readthedocumentation` is all lower case).
+        (
+            ("s.",),
+            r"(s\.)(?<![\w.]s\.)(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{24,}(?!\w)",
+            rf"\1{MASK}",
+        ),
+        # A GitHub token's head at the end of a line: the rest may be folded onto the next one
+        # (ACROSS_LINES), and a stream may show this line before that one arrives.
+        (
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            r"(?m)\b(gh[pousr]_)[A-Za-z0-9]{8,}(?=\r?$)",
+            rf"\1{MASK}",
+        ),
+        # WordPress's wp-config.php: DB_PASSWORD and the keys and salts, as define() calls.
+        (
+            ("define",),
+            r"(?i)(\bdefine\s*\(\s*([\"'])[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|KEY|SALT)\2"
+            r"\s*,\s*)([\"'])(?:\\.|(?!\3)[^\\\n])*\3",
+            rf"\1\3{MASK}\3",
+        ),
+        # Slack's incoming webhooks and workflow triggers: the path is the credential.
+        (
+            ("hooks.slack.com",),
+            r"(?i)(hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/)[\w/-]+",
+            rf"\1{MASK}",
+        ),
+        # A Sentry DSN: the key is the URL's user part (https://KEY@o1.ingest.sentry.io/2).
+        (
+            ("sentry",),
+            r"(?i)\b([a-z][a-z0-9+.-]*://)[0-9a-f]{16,}((?::[^\s@/]*)?@[\w.-]*sentry[\w.-]*)",
+            rf"\1{MASK}\2",
+        ),
+        # The values of session-like cookies, in Set-Cookie and Cookie headers.
+        (
+            ("cookie",),
+            r"(?i)((?:\bcookie[ \t]*:|;)[ \t]*[^\s=;:]*(?:sess|sid|auth|token|login|logged"
+            r"|remember|jwt|csrf|xsrf|identity|secret|wordpress_sec)[^\s=;]*=)[^\s;\"']+",
+            rf"\1{MASK}",
+        ),
+        # `*_KEY=` variables (ENCRYPTION_KEY, APP_KEY=base64:..., STRIPE_KEY): a value of eight
+        # or more characters that is not a path, a variable or code; public keys are public.
+        (
+            ("_key",),
+            r"(?i)((?<![\w.-])(?![\w]*(?:public|pub)_key)[A-Za-z0-9_]*_key[ \t]*=[ \t]*([\"']?))"
+            r"(?![/~$.{\[(<])(?![^\s\"',;&()]*\[REDACTED\])[^\s\"',;&()]{8,}(?![^\s\"',;&])",
+            rf"\1{MASK}",
+        ),
+        # LDAP: nslcd's and pam_ldap's bindpw, slapd's rootpw, sssd's authtok (also as grep
+        # shows them), and the -w password of the ldap tools on a command line.
+        (
+            ("bindpw", "rootpw", "authtok"),
+            r"(?im)(^(?:[^\s:]*:(?:\d+:)?)?[ \t]*(?:bindpw|rootpw|ldap_default_authtok)"
+            r"(?:[ \t]*=[ \t]*|[ \t]+))\S+",
+            rf"\1{MASK}",
+        ),
+        (
+            ("ldap",),
+            r"\b(ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)\b[^\n|;&]*?"
+            r"[ \t]-w[ \t]*)(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)",
+            rf"\1{MASK}",
+        ),
     )
 )
+
+# Secrets whose value is on the line below its label, or folded over two lines. They run on
+# the whole text (the one-line table runs line by line on long texts), before it.
+_ACROSS: tuple[Token, ...] = tuple(
+    (hints, LazyPattern(pattern), replacement)
+    for hints, pattern, replacement in (
+        # redis-cli's `CONFIG GET requirepass`: the name on one line, the value on the next
+        # (`1) "requirepass"` / `2) "value"` with --no-raw, bare lines with --raw).
+        (
+            ("requirepass", "masterauth"),
+            r"(?im)(^[ \t]*(?:\d+\)[ \t]*)?\"?(?:requirepass|masterauth)\"?[ \t]*\r?\n"
+            r"[ \t]*(?:\d+\)[ \t]*)?)(?:(\")[^\"\n]*\"|(?!\[REDACTED\])[^\s\"]\S*)",
+            rf"\1\2{MASK}\2",
+        ),
+        # A GitHub token folded over two lines (`fold`, a narrow terminal, a wrapped log).
+        (
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            r"\b(gh[pousr]_)[A-Za-z0-9]{8,35}(\r?\n)[A-Za-z0-9]{1,35}(?![\w])",
+            rf"\1{MASK}\2{MASK}",
+        ),
+    )
+)
+
+# Hints that begin their pattern and are common in text (a `$` on most lines of a script, an
+# `s.` in most prose): the pattern runs over the whole text, where the regex engine skips to
+# each of them as fast as str.find would, not line by line.
+LEADING_HINTS = frozenset({"$", "s."})
 
 # The same, with lower-cased hints looked up in the lower-cased text: one scan per hint.
 TOKENS: tuple[Token, ...] = tuple(
     (tuple(h.lower() for h in hints), pattern, repl) for hints, pattern, repl in _TABLE
+)
+ACROSS_LINES: tuple[Token, ...] = tuple(
+    (tuple(h.lower() for h in hints), pattern, repl) for hints, pattern, repl in _ACROSS
 )
 
 # Key/value pairs are found from their secret word outwards, not by trying the full

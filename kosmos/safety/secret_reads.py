@@ -28,6 +28,7 @@ from kosmos.safety.secret_files import (
     SECRET_EXAMPLES,
     SECRET_NAMES,
     SECRET_PATHS,
+    SECRET_TAILS,
 )
 from kosmos.safety.shell import Word
 
@@ -80,6 +81,8 @@ def _by_name(name: str) -> bool:
 
 def _is_secret(parts: list[str]) -> bool:
     """Whether a path without globs is secret material."""
+    if len(parts) >= 2 and "/".join(parts[-2:]) in SECRET_TAILS:
+        return True
     if not parts or not _by_name(parts[-1]) and not _on_secret_path(parts):
         return False
     return not any(fnmatchcase(parts[-1], p) for p in NOT_SECRET_NAMES)
@@ -137,16 +140,38 @@ def _holds(parts: list[str]) -> bool:
 
 
 def secret_word(word: Word, cwd: str | None = None) -> bool:
-    """Whether a word (a path, maybe a glob, maybe relative to `cwd`) names secret material."""
+    """Whether a word (a path, maybe a glob, maybe relative to `cwd`) names secret material.
+
+    A word the shell expands (`/proc/$p/environ`, `$dir/.env`) is judged by its shape, each
+    expansion standing for any name, as a glob would be: it names secret material when some
+    value would (a bare `$f` names nothing in particular).
+    """
     text = word.text
-    if not word.literal and not text.startswith(("$HOME/", "${HOME}/")) or "://" in text:
+    if "://" in text:
         return False
+    glob = word.glob or word.brace
+    if not word.literal and not text.startswith(("$HOME/", "${HOME}/")):
+        shape = _EXPANSION.sub("*", text)
+        if shape == text:
+            return False
+        text, glob = shape, True
     if cwd and not text.startswith(("/", "~", "$")):
         text = f"{cwd}/{text}"
     parts = _parts(text)
-    if word.glob or word.brace:
-        return _glob_reaches(parts)
+    if glob:
+        return _glob_reaches(parts) or _tail_reached(parts)
     return _is_secret(parts)
+
+
+# A parameter, command or arithmetic expansion in a word's text, as written.
+_EXPANSION = re.compile(
+    r"\$\{[^}]*\}|\$\(\([^)]*\)\)|\$\([^)]*\)|`[^`]*`|\$[A-Za-z_]\w*|\$[0-9$#?!@*-]"
+)
+
+
+def _tail_reached(parts: list[str]) -> bool:
+    """Whether a glob's last two components would match a secret tail (`$X/kosmos/*.yaml`)."""
+    return len(parts) >= 2 and any(_matches(tail.split("/"), parts[-2:]) for tail in SECRET_TAILS)
 
 
 def _holds_word(word: Word, cwd: str | None) -> bool:

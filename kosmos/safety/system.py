@@ -18,6 +18,7 @@ from kosmos.safety.catalogue import (
 )
 from kosmos.safety.options import Opts, opts, split_words, texts_of
 from kosmos.safety.shell import Word
+from kosmos.safety.verdict import SecretReason
 
 __all__ = ["RULES"]
 
@@ -96,7 +97,7 @@ def _r_kubectl(args: list[Word]) -> str | None:
     sub, operands = o.operands[0].text, texts_of(o.operands[1:])
     shown = any(t.startswith(("-o", "--output", "--template")) for t in texts_of(args))
     if sub == "get" and operands[:1] and operands[0].split("/")[0] in KUBECTL_SECRETS and shown:
-        return "kubectl get secret -o prints the secrets themselves"
+        return SecretReason("kubectl get secret -o prints the secrets themselves")
     if sub in KUBECTL_READ:
         return None
     if sub == "cluster-info":
@@ -105,7 +106,9 @@ def _r_kubectl(args: list[Word]) -> str | None:
         return None
     if sub == "config" and operands[:1] and operands[0] in KUBECTL_CONFIG_READ:
         if any(t == "--raw" or t.startswith("--raw=") for t in texts_of(args)):
-            return "kubectl config view --raw prints the credentials in the kubeconfig"
+            return SecretReason(
+                "kubectl config view --raw prints the credentials in the kubeconfig"
+            )
         return None
     if sub == "auth" and operands[:1] in (["can-i"], ["whoami"]):
         return None
@@ -248,7 +251,7 @@ def _prefixed(word: str, names: tuple[str, ...]) -> str | None:
 def _r_nmcli(args: list[Word]) -> str | None:
     o = opts("nmcli", args, stop=True)
     if o.has("-s", "--show-secrets", "-a", "--ask"):
-        return "nmcli -s shows the network secrets, -a asks for them"
+        return SecretReason("nmcli -s shows the network secrets, -a asks for them")
     ops = texts_of(o.operands)
     if not ops:
         return None  # the overview: nmcli general status and device status

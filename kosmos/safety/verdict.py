@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from kosmos.safety.shell import Dialect, Word
 
-__all__ = ["Assessment", "Context", "Verdict", "dangerous", "ro", "worse", "worse_of", "write"]
+__all__ = [
+    "Assessment",
+    "Context",
+    "SecretReason",
+    "Verdict",
+    "dangerous",
+    "ro",
+    "secret",
+    "worse",
+    "worse_of",
+    "write",
+]
 
 
 Verdict = Literal["read_only", "write", "dangerous"]
@@ -26,6 +37,10 @@ class Assessment:
     # A read through a local service's unix or netlink socket (`systemctl status`, `ss`,
     # `docker ps`): the kernel lock must leave such sockets open for it to work.
     service: bool = False
+    # It reads secret material (a key file, a process's environment, a secret-named variable):
+    # the kernel lock, which stops writes, cannot keep that from the LLM, so it is asked for
+    # under every policy but auto.
+    secret: bool = False
 
 
 def ro(names: str, *, service: bool = False) -> Assessment:
@@ -41,20 +56,36 @@ def dangerous(reason: str) -> Assessment:
     return Assessment("dangerous", reason)
 
 
+class SecretReason(str):
+    """A rule's reason that says the command prints secrets (`kubectl get secret -o yaml`):
+    a read of secret material, not a write (`read_only_rule` makes it one)."""
+
+
+def secret(reason: str) -> Assessment:
+    """A read of secret material: a write to the policy, which no lock lets run unasked."""
+    return Assessment("write", str(reason), secret=True)
+
+
+def _keep_secret(found: Assessment, a: Assessment, b: Assessment) -> Assessment:
+    if (a.secret or b.secret) and not found.secret:
+        return replace(found, secret=True)
+    return found
+
+
 def worse(a: Assessment, b: Assessment) -> Assessment:
     if RANK[b.verdict] > RANK[a.verdict]:
-        return b
+        return _keep_secret(b, a, b)
     if a.verdict == b.verdict == "read_only":
         return ro(f"{a.reason}, {b.reason}", service=a.service or b.service)
-    return a
+    return _keep_secret(a, a, b)
 
 
 def worse_of(a: Assessment, b: Assessment) -> Assessment:
     if RANK[b.verdict] > RANK[a.verdict]:
-        return b
+        return _keep_secret(b, a, b)
     if a.verdict == b.verdict == "read_only" and b.service and not a.service:
         return ro(a.reason, service=True)
-    return a
+    return _keep_secret(a, a, b)
 
 
 class Context(Protocol):

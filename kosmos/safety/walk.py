@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kosmos.safety.arith import arith_hazard, test_hazard, word_hazard
 from kosmos.safety.builtins import BUILTINS
@@ -34,8 +34,9 @@ from kosmos.safety.queries import (
     runs_its_input,
 )
 from kosmos.safety.rules import hidden_option, read_only_rule
-from kosmos.safety.secret_files import NAME_READERS
+from kosmos.safety.secret_files import LINE_KEEPERS, NAME_READERS
 from kosmos.safety.secret_reads import names_secrets, secret_read, secret_word
+from kosmos.safety.secret_vars import dump_reads_secrets, env_dump, expands_secret, printed_secret
 from kosmos.safety.shell import (
     Command,
     Compound,
@@ -48,7 +49,7 @@ from kosmos.safety.shell import (
     Word,
     parse,
 )
-from kosmos.safety.verdict import RANK, Assessment, dangerous, ro, worse_of, write
+from kosmos.safety.verdict import RANK, Assessment, dangerous, ro, secret, worse_of, write
 from kosmos.safety.wrappers import WRAPPERS, shell
 
 __all__ = ["Walk", "rough_danger", "unparseable"]
@@ -78,9 +79,11 @@ class Walk:
     worst: Assessment | None = None
     names: list[str] = field(default_factory=list)
     service: bool = False  # some read goes through a local service's socket
+    secret: bool = False  # some part reads secret material
     conditional: bool = False  # walking a part of the line that may not run
 
     def add(self, finding: Assessment) -> None:
+        self.secret = self.secret or finding.secret
         if finding.verdict == "read_only":
             self.names.append(finding.reason)
             self.service = self.service or finding.service
@@ -89,6 +92,8 @@ class Walk:
 
     def result(self) -> Assessment:
         if self.worst is not None:
+            if self.secret and not self.worst.secret:
+                return replace(self.worst, secret=True)
             return self.worst
         names = list(dict.fromkeys(n for joined in self.names for n in joined.split(", ") if n))
         if not names:
@@ -118,13 +123,24 @@ class Walk:
         self.conditional = saved or not alone or pipeline.after in ("&&", "||")
         downloader = ""
         earlier: list[Word] = []  # the words of the commands before, for `... | xargs cat`
+        dump = False  # what comes down the pipe is every variable with its value (`env |`)
         for command in pipeline.commands:
             core = self.command(command, alone)
+            if dump:
+                name = command_name(core[0].text) if core and core[0].literal else "?"
+                reason = dump_reads_secrets(name, core[1:])
+                if reason:
+                    self.add(secret(reason))
+            if isinstance(command, Simple) and core and core[0].literal:
+                name = command_name(core[0].text)
+                dump = env_dump(name, core[1:]) or (dump and name in LINE_KEEPERS)
+            else:
+                dump = False
             if isinstance(command, Simple) and command.words:
                 fed = command.words[0].text == "xargs" and core and core[0].literal
                 reader = fed and command_name(core[0].text) not in NAME_READERS
                 if reader and names_secrets(earlier, self.cwd):
-                    self.add(write(f"reads secret material (... | xargs {core[0].text})"))
+                    self.add(secret(f"reads secret material (... | xargs {core[0].text})"))
                 earlier.extend(command.words[1:])
             if not core or not core[0].literal:
                 continue
@@ -230,6 +246,9 @@ class Walk:
         reason = word_hazard(word, self.dialect)
         if reason:
             self.add(write(reason))
+        read = expands_secret(word)
+        if read:
+            self.add(secret(read))
         for sub in word.subs:
             saved = self.cwd
             self.script(sub)
@@ -245,7 +264,7 @@ class Walk:
             self.add(write(f"opens a network connection ({op} {target.raw})"))
             return
         if op == "<" and secret_word(target, self.cwd):
-            self.add(write(f"reads secret material (< {target.raw})"))
+            self.add(secret(f"reads secret material (< {target.raw})"))
             return
         if op in ("<", "<<", "<<-", "<<<"):
             return
@@ -305,9 +324,10 @@ class Walk:
                 return dangerous(reason), words
             finding, core = read_only_rule(name, args), words
         if finding.verdict == "read_only" and core and core[0].literal:
-            secret = secret_read(command_name(core[0].text), core[1:], self.cwd)
-            if secret:
-                return write(secret), core
+            name = command_name(core[0].text)
+            read = secret_read(name, core[1:], self.cwd) or printed_secret(name, core[1:])
+            if read:
+                return secret(read), core
         return finding, core
 
     def nested(self, text: str, label: str, dialect: Dialect | None) -> Assessment:
