@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import msgspec
@@ -15,6 +15,7 @@ from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from kosmos.config_keys import KEY_SOURCES, key_from
+from kosmos.config_words import invalid, struct_fields, unknown_key
 from kosmos.errors import ConfigError, validation_problem
 from kosmos.memory import DEFAULT_FOLDER
 
@@ -245,42 +246,6 @@ def user_config_dir(env: Mapping[str, str], home: Path) -> Path:
     return xdg / "kosmos"
 
 
-ALLOWED = {
-    "provider": "openai or gemini",
-    "protocol": "tags, json, tools or auto",
-    "providers": "a mapping of openai/gemini to base_url, api_key, model, capabilities, models",
-    "base_url": "an http(s) URL such as http://localhost:11434/v1",
-    "base_url_from": "nothing: kosmos sets it",
-    "model": "a model name the server knows",
-    "api_key": "a string (better: api_key_file or api_key_command)",
-    "api_key_file": "a file holding the API key (read once at start)",
-    "api_key_command": "a shell command that prints the API key (run once at start)",
-    "api_key_from": "nothing: kosmos sets it",
-    "temperature": "a number from 0 to 2",
-    "max_tokens": "a whole number of at least 1",
-    "llm_timeout": "seconds, more than 0",
-    "llm_connect_timeout": "seconds, more than 0",
-    "llm_retries": "a whole number from 0 to 10",
-    "knowledge_timeout": "seconds, more than 0",
-    "remote_skill_timeout": "seconds, more than 0",
-    "connect_timeout": "seconds, more than 0",
-    "max_steps": "a whole number from 1 to 10000",
-    "command_timeout": "seconds, more than 0",
-    "skills_dirs": "a list of directories",
-    "transcript_dir": "a directory",
-    "prompts_file": "a JSON file of prompt texts",
-    "hosts": (
-        "a mapping of host name to settings (policy: ask, read-only, auto or locked; "
-        "lock: required or optional; lock_ports: a list of TCP ports)"
-    ),
-    "chat": "kosmos chat settings: exit_commands, help_commands, tools, ... (see the README)",
-    "memory": "true or false: the memory prompt (Target OS block, memory notes) in every run",
-    "memory_dir": "a directory for the memory notes (default ./.kosmos-panel/memory)",
-    "seal_key": "nothing: set the KOSMOS_SEAL_KEY environment variable, or seal_key_file",
-    "seal_key_file": "a file holding the key that signs transcripts and fleet.json",
-}
-
-
 def _typed(kind: type, value: Any) -> Any:
     """msgspec's hook for the types it does not know: paths and secrets, from text."""
     if kind is Path and isinstance(value, str | Path):
@@ -289,59 +254,6 @@ def _typed(kind: type, value: Any) -> Any:
         return value if isinstance(value, Secret) else Secret(value)
     what = "a path" if kind is Path else "a string"
     raise ValueError(f"Expected {what}, got {type(value).__name__}")
-
-
-# A section's fields (name: annotation), or None for what is not a section: settings are
-# msgspec records, the chat's are pydantic models.
-Fields = Callable[[Any], dict[str, Any] | None]
-
-
-def _struct_fields(kind: Any) -> dict[str, Any] | None:
-    if not (isinstance(kind, type) and issubclass(kind, Struct)):
-        return None
-    return {f.name: f.type for f in msgspec.structs.fields(kind)}
-
-
-def _section_in(annotation: Any, fields: Fields) -> Any:
-    """The section an annotation holds: itself, or inside a dict, list, tuple or union."""
-    if fields(annotation) is not None:
-        return annotation
-    args = get_args(annotation)
-    if get_origin(annotation) is dict:
-        args = args[1:]
-    return next((m for m in (_section_in(a, fields) for a in args) if m is not None), None)
-
-
-def _unknown_key(
-    source: str, loc: tuple[Any, ...], at: int, model: Any, fields: Fields
-) -> ConfigError:
-    """One line for the unknown key `loc` (its parts from `at` on a path into `model`),
-    with the keys allowed beside it."""
-    section = model
-    for part in loc[at:-1]:
-        types = fields(section) or {}
-        if not isinstance(part, str) or part not in types:
-            continue  # a dict key or a list index: the section stays the same
-        inner = _section_in(types[part], fields)
-        if inner is None:
-            break
-        section = inner
-    keys = ", ".join(fields(section) or {})
-    return ConfigError(f"{source}: unknown key '{_dotted(loc)}'; allowed keys: {keys}")
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
-def _invalid(source: str, loc: tuple[Any, ...], message: str) -> ConfigError:
-    """One line: where, what is wrong and (for a known key) what is allowed."""
-    field = str(loc[0]) if loc else ""
-    last = str(loc[-1]) if loc else ""
-    if last in ALLOWED:
-        field = last  # providers.openai.base_url: what a base_url may be
-    allowed = f"; allowed: {ALLOWED[field]}" if field in ALLOWED else ""
-    return ConfigError(f"{source}: {_dotted(loc)}: {message}{allowed}")
 
 
 # Mappings of names to sections, checked entry by entry so that an error names its entry,
@@ -364,7 +276,7 @@ def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] =
             for name, entry in entries.items() if isinstance(entries, dict) else ():
                 if names is not None and name not in names:
                     message = f"{name!r} is not one of {', '.join(names)}"
-                    raise _invalid(source, (*loc, key, name), message)
+                    raise invalid(source, (*loc, key, name), message)
                 _checked(entry, inner, source, (*loc, key, name))
     try:
         value = msgspec.convert(data, model, strict=False, dec_hook=_typed)
@@ -373,13 +285,13 @@ def _checked(data: Any, model: type[Struct], source: str, loc: tuple[Any, ...] =
         unknown = re.fullmatch(r"Object contains unknown field `(.*)`", message)
         if unknown:
             where = (*loc, *path, unknown[1])
-            raise _unknown_key(source, where, len(loc), model, _struct_fields) from None
+            raise unknown_key(source, where, len(loc), model, struct_fields) from None
         message = re.sub(r"Invalid enum value (.*)", r"\1 is not allowed", message)
-        raise _invalid(source, (*loc, *path), message.replace("`", "")) from None
+        raise invalid(source, (*loc, *path), message.replace("`", "")) from None
     url = getattr(value, "base_url", None)
     problem = url_problem(url) if isinstance(url, str) else None
     if problem is not None:
-        raise _invalid(source, (*loc, "base_url"), problem)
+        raise invalid(source, (*loc, "base_url"), problem)
     return value
 
 
@@ -417,8 +329,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         if problem is not None:
             message, loc, unknown = problem
             if unknown:
-                raise _unknown_key(str(path), ("chat", *loc), 1, ChatSettings, chat_fields)
-            raise _invalid(str(path), ("chat", *loc), message)
+                raise unknown_key(str(path), ("chat", *loc), 1, ChatSettings, chat_fields)
+            raise invalid(str(path), ("chat", *loc), message)
     return data
 
 
