@@ -35,8 +35,9 @@ ENV_API_KEYS = {
     "openai": ("KOSMOS_API_KEY", "OPENAI_API_KEY"),
     "gemini": ("KOSMOS_API_KEY", "GEMINI_API_KEY"),
 }
-# The base URL each provider reads from the environment (openai's: kosmos-panel's name).
-ENV_BASE_URLS = {"openai": ENV_BASE_URL, "gemini": "GEMINI_BASE_URL"}
+# The base URL each provider reads from the environment, first found wins: kosmos-panel's
+# name, then the one OpenAI's own clients read.
+ENV_BASE_URLS = {"openai": (ENV_BASE_URL, "OPENAI_BASE_URL"), "gemini": ("GEMINI_BASE_URL",)}
 PROVIDER_DEFAULTS = {
     "openai": {"base_url": DEFAULT_BASE_URL, "model": DEFAULT_MODEL},
     "gemini": {
@@ -406,10 +407,11 @@ def load_settings(
     url_from = _file_url_source(merged, file_of, provider)
     _provider_section(merged, provider)
     from_env: dict[str, Any] = {}
-    url_env = ENV_BASE_URLS.get(provider)
-    if url_env and env.get(url_env):
-        from_env["base_url"] = env[url_env]
-        url_from = url_env
+    for url_env in ENV_BASE_URLS.get(provider, ()):
+        if env.get(url_env):
+            from_env["base_url"] = env[url_env]
+            url_from = url_env
+            break
     if env.get(ENV_MODEL):
         from_env["model"] = env[ENV_MODEL]
     key_from = None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.llmserver import ScriptedLLM
 
 SKILL = "---\nname: probe\ndescription: Look at one thing\n---\nRun one command and report.\n"
 
@@ -106,3 +107,20 @@ def test_the_environment_beats_the_file_and_the_hint_says_so(cli_env: dict, proj
     error = next(line for line in proc.stderr.splitlines() if line.startswith("kosmos:"))
     assert f"cannot reach the LLM at {url}" in error
     assert "or set AI_KOSMOS_MODEL_BASE_URL" in error and "kosmos.yaml" not in error
+
+
+def test_openai_base_url_is_honoured_as_openais_clients_honour_it(
+    llm: ScriptedLLM, cli_env: dict, project: Path
+) -> None:
+    llm.script("[DONE] reached")
+    env = {k: v for k, v in cli_env.items() if k != "AI_KOSMOS_MODEL_BASE_URL"}
+    proc = run_cli([*RUN, "--json"], env={**env, "OPENAI_BASE_URL": llm.base_url}, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == 1
+    # kosmos-panel's own name wins where both are set.
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    both = {**cli_env, "OPENAI_BASE_URL": url}
+    llm.script("[DONE] reached")
+    proc = run_cli(RUN, env=both, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert len(llm.requests) == 2
