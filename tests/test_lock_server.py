@@ -210,7 +210,7 @@ async def test_a_host_with_locked_commands_costs_one_session(
     remote.write_remote(".config/kosmos-panel/ai_system_promt.md", "A rig.\n")
     before = _sessions(remote)
     found = await runner.read_first(KNOWLEDGE_PATHS, timeout=20)
-    assert found == (KNOWLEDGE_PATHS[1], "A rig.\n")
+    assert found == (KNOWLEDGE_PATHS[2], "A rig.\n")
     assert runner.os == "Linux" and runner.dialect == "bash" and runner.host_lock.watches
     for command in ("hostname", "uptime", "df -P /"):
         result = await runner.run(command, timeout=20, lock=Lock())
@@ -219,7 +219,10 @@ async def test_a_host_with_locked_commands_costs_one_session(
 
 
 def _layouts(remote: Sshd) -> dict[str, Callable[[], None]]:
-    first, second = (remote.remote_home / p.removeprefix("~/") for p in KNOWLEDGE_PATHS)
+    # The project's file and the home one, each under the seed's spelling.
+    first, second = (
+        remote.remote_home / p.removeprefix("~/") for p in (KNOWLEDGE_PATHS[0], KNOWLEDGE_PATHS[2])
+    )
 
     def blank_then_text() -> None:
         remote.write_remote(str(first.relative_to(remote.remote_home)), " \n\t\n")

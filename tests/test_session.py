@@ -115,6 +115,23 @@ async def test_system_prompt_with_knowledge_has_three_parts_in_order(
     assert loaded and loaded[0].path.endswith("ai_system_promt.md")
 
 
+async def test_the_knowledge_file_spelled_right_is_read_after_the_seeds_spelling(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    (home / ".config/kosmos-panel").mkdir(parents=True)
+    (home / ".config/kosmos-panel/ai_system_prompt.md").write_text("spelled right")
+    llm.script("[DONE] ok", "[DONE] ok")
+    runner = LocalRunner(cwd=tmp_path, env={"HOME": str(home)})
+    run = await run_session(llm.base_url, runner=runner)
+    assert "--- System Context ---\nspelled right" in llm.requests[0].system
+    assert run.of(KnowledgeLoaded)[0].path.endswith("ai_system_prompt.md")
+    # Where both are there, the seed's spelling wins.
+    (home / ".config/kosmos-panel/ai_system_promt.md").write_text("the seed's")
+    await run_session(llm.base_url, runner=runner)
+    assert "--- System Context ---\nthe seed's" in llm.requests[1].system
+
+
 async def test_project_knowledge_wins_over_home(llm: ScriptedLLM, tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / ".config/kosmos-panel").mkdir(parents=True)

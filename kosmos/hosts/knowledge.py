@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from kosmos.hosts.own import read_first_own
 from kosmos.hosts.runner import FileUnreadable, ReadTimeout, Runner
 
-# The file name is spelled `promt`: kosmos-panel hosts have it under that name.
+# The seed spells the file `promt`, and kosmos-panel hosts have it under that name; the name
+# spelled right is read too (after the seed's, in the same folder), rather than ignored.
 KNOWLEDGE_PATHS = (
     "./.kosmos-panel/ai_system_promt.md",
+    "./.kosmos-panel/ai_system_prompt.md",
     "~/.config/kosmos-panel/ai_system_promt.md",
+    "~/.config/kosmos-panel/ai_system_prompt.md",
 )
 
 

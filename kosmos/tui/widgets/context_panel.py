@@ -21,8 +21,8 @@ class ContextPanel(VerticalScroll):
 
     def show(self, knowledge: KnowledgeLoaded | None, system_prompt: str | None) -> None:
         if knowledge is None:
-            text = "No knowledge file on this host (./.kosmos-panel/ai_system_promt.md or "
-            text += "~/.config/kosmos-panel/ai_system_promt.md)."
+            text = "No knowledge file on this host (./.kosmos-panel/ai_system_promt.md, "
+            text += "~/.config/kosmos-panel/ai_system_promt.md, or spelled prompt)."
         else:
             text = f"from {knowledge.path}:\n\n{knowledge.text}"
         self.query_one("#knowledge", Static).update(visible(text))
