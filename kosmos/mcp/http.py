@@ -13,59 +13,20 @@ import hmac
 import json
 import logging
 import sys
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from kosmos.errors import UsageError
+from kosmos.mcp.address import TOKEN_ENV
 
-TOKEN_ENV = "KOSMOS_MCP_TOKEN"
-DEFAULT_HOST = "127.0.0.1"
+__all__ = ["TOKEN_ENV", "BearerAuth", "serve_http"]
+
 # A session nobody has used this long is closed, and with it what it still runs.
 SESSION_IDLE_TIMEOUT_S = 30 * 60
 # On Ctrl-C or SIGTERM, how long open requests get to end before they are cut.
 SHUTDOWN_TIMEOUT_S = 10
 
 log = logging.getLogger("kosmos.mcp")
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """`ADDR:PORT`, `[::1]:PORT` or a bare `PORT` (loopback)."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = DEFAULT_HOST, text
-    host = host.strip("[]") or DEFAULT_HOST
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not 0 <= number <= 65535:
-        raise UsageError(
-            f"--http {text}: expected ADDR:PORT with a port from 0 to 65535, "
-            "e.g. --http 127.0.0.1:8765"
-        )
-    return host, number
-
-
-def read_token(env: Mapping[str, str], token_file: Path | None) -> str:
-    """The bearer token clients must send; UsageError naming where to put one."""
-    if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as e:
-            raise UsageError(f"--token-file {token_file}: {e.strerror or e}") from None
-        if not token:
-            raise UsageError(f"--token-file {token_file}: the file is empty; put the token in it")
-        return token
-    token = env.get(TOKEN_ENV, "").strip()
-    if not token:
-        raise UsageError(
-            f"kosmos mcp --http needs a bearer token: set {TOKEN_ENV}, or pass --token-file "
-            "FILE (make one with: openssl rand -hex 32 > FILE)"
-        )
-    return token
 
 
 class BearerAuth:
