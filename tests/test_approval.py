@@ -265,6 +265,15 @@ def test_host_pinned_read_only_in_config_beats_yes(
     )
     assert proc.returncode == 0, proc.stderr
     assert (project / "pinned").exists()
+    # The flag wins over the pin, and says so.
+    assert "--policy auto overrides config hosts.local.policy (read-only)" in proc.stderr
+    # A flag that agrees with the pin overrides nothing.
+    llm.script("[CMD] echo same", "[DONE] ok")
+    proc = run_cli(
+        ["run", "probe", "--non-interactive", "--policy", "read-only"], env=cli_env, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "overrides" not in proc.stderr
 
 
 def test_bad_policy_and_flag_combinations_are_exit_2(cli_env: dict, project: Path) -> None:
@@ -291,7 +300,11 @@ def test_host_policy_matches_the_target_with_or_without_user_and_port(
         "read-only",
         f"config hosts.{key}.policy",
     )
-    assert resolve_policy(settings, target, flag="auto") == ("auto", "--policy")
+    assert resolve_policy(settings, target, flag="auto") == (
+        "auto",
+        f"--policy, over config hosts.{key}.policy (read-only)",
+    )
+    assert resolve_policy(settings, target, flag="read-only") == ("read-only", "--policy")
 
 
 def test_piped_answers_are_shown_after_their_prompts(

@@ -225,13 +225,15 @@ class RunFrontend:
             replay=replay,
         )
         self.session = ready.session
+        overrides = None
         if ready.policy_from.startswith("config") and req.yes:
-            self.console.say(
-                self.console.style(
-                    f"  policy {ready.policy} ({ready.policy_from}) overrides --yes", "33"
-                ),
-                stream=self.console.err,
+            overrides = f"policy {ready.policy} ({ready.policy_from}) overrides --yes"
+        elif ready.policy_from.startswith("--policy, over "):
+            overrides = (
+                f"--policy {ready.policy} overrides {ready.policy_from[len('--policy, over ') :]}"
             )
+        if overrides is not None:
+            self.console.say(self.console.style(f"  {overrides}", "33"), stream=self.console.err)
         try:
             self.result = await drive(
                 ready.session, ready.resume, console=self.console, line_mode=self.line_mode
