@@ -11,7 +11,14 @@ import time
 import uuid
 from pathlib import Path
 
-from kosmos.events import CommandFinished, LLMRequest, RunFinished, RunStarted
+from kosmos.events import (
+    CommandDecision,
+    CommandFinished,
+    CommandStarted,
+    LLMRequest,
+    RunFinished,
+    RunStarted,
+)
 from kosmos.fleet.journal import host_file_name
 from kosmos.transcript import read_transcript
 from tests.conftest import run_cli
@@ -127,3 +134,90 @@ def test_a_killed_fleet_resumes_whole(
     )
     assert again.returncode == 2
     assert "nothing to resume" in again.stderr
+
+
+def test_a_command_the_kill_cut_is_not_run_again_headless(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    flags, _ = setup(tmp_path)
+    side = tmp_path / "side.txt"
+
+    def reply(record: Recorded) -> str:
+        if steps_of(record) == 1:
+            return f"[CMD] echo tok-{uuid.uuid4().hex[:12]} >> {side}; sleep 5"
+        return "[DONE] checked"
+
+    llm.default = reply
+    run_dir = tmp_path / "run"
+    args = [sys.executable, "-m", "kosmos", "run", "probe", *flags, "--hosts", "h1:h2"]
+    args += ["--non-interactive", "--yes", "--transcript", str(run_dir)]
+    with subprocess.Popen(
+        args, env=cli_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if side.exists() and len(side.read_text().splitlines()) == 2:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert len(side.read_text().splitlines()) == 2
+
+    r = run_cli(
+        ["run", "--resume", str(run_dir), "--non-interactive", "--yes"], env=cli_env, cwd=tmp_path
+    )
+    # Headless, as `--resume` of one run: the LLM is told the result is unknown, and the
+    # command it needed is refused (exit 4), never run again.
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "0 ended (kept), 2 interrupted (resumed), 0 not started" in r.stderr
+    assert len(side.read_text().splitlines()) == 2  # neither command ran again
+    for host in ("h1", "h2"):
+        events = read_transcript(run_dir / host_file_name(host))
+        refused = [e for e in events if isinstance(e, CommandDecision)][-1]
+        assert refused.decision == "refused", host
+    fleet = json.loads((run_dir / "fleet.json").read_text())
+    assert [(h["host"], h["status"]) for h in fleet["hosts"]] == [
+        ("h1", "needs_input"),
+        ("h2", "needs_input"),
+    ]
+
+
+def test_a_fleet_whose_canary_ended_resumes_replaying_it(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    flags, _ = setup(tmp_path)
+    side = tmp_path / "side.txt"
+    llm.default = lambda record: (
+        f"[CMD] echo one >> {side}; sleep 0.3" if steps_of(record) == 1 else "[DONE] checked"
+    )
+    run_dir = tmp_path / "run"
+    args = [sys.executable, "-m", "kosmos", "run", "probe", *flags, "--canary", "h1"]
+    args += ["--forks", "2", "--non-interactive", "--yes", "--transcript", str(run_dir)]
+    with subprocess.Popen(
+        args, env=cli_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if run_dir.is_dir() and states(run_dir)["h1"] == "ended":
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    before = states(run_dir)
+    assert before["h1"] == "ended" and "absent" in before.values(), before
+
+    r = run_cli(
+        ["run", "--resume", str(run_dir), "--non-interactive", "--yes"], env=cli_env, cwd=tmp_path
+    )
+    assert r.returncode in (0, 4), r.stdout + r.stderr  # 4: a command the kill cut, refused
+    fleet = {h["host"]: h for h in json.loads((run_dir / "fleet.json").read_text())["hosts"]}
+    assert fleet["h1"]["mode"] == "canary" and fleet["h1"]["status"] == "done"
+    finished = 0
+    for host in HOSTS:  # every host's command started once, never twice
+        events = read_transcript(run_dir / host_file_name(host))
+        assert sum(isinstance(e, CommandStarted) for e in events) == 1, host
+        finished += any(isinstance(e, CommandFinished) for e in events)
+        if before[host] == "absent":
+            assert fleet[host]["mode"] == "replay" and fleet[host]["status"] == "done", host
+    # A command the kill cut may have been killed before its echo ran, never run twice.
+    assert finished <= len(side.read_text().splitlines()) <= len(HOSTS)
