@@ -127,6 +127,10 @@ def test_a_killed_fleet_resumes_whole(
     assert [h["host"] for h in fleet["hosts"]] == HOSTS
     assert {h["host"]: h["status"] for h in fleet["hosts"]} == dict.fromkeys(HOSTS, "done")
     assert fleet["exit_code"] == 0
+    # Its seal covers the first run's lines and the resumed ones: the merge takes it.
+    merged = run_cli(["fleet", "merge", str(run_dir)], env=cli_env, cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    assert f"{len(HOSTS)} of {len(HOSTS)} hosts done" in merged.stdout
 
     # A fleet that ended whole has nothing left to resume.
     again = run_cli(
@@ -221,3 +225,18 @@ def test_a_fleet_whose_canary_ended_resumes_replaying_it(
             assert fleet[host]["mode"] == "replay" and fleet[host]["status"] == "done", host
     # A command the kill cut may have been killed before its echo ran, never run twice.
     assert finished <= len(side.read_text().splitlines()) <= len(HOSTS)
+
+
+def test_a_folder_without_a_plan_is_refused_with_what_to_do(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    old = tmp_path / "old-fleet"
+    old.mkdir()
+    (old / "h1.jsonl").write_bytes(b"")
+    r = run_cli(["run", "--resume", str(old), "--non-interactive"], env=cli_env, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"kosmos: --resume {old}: no fleet-plan.json there; a fleet run by an older kosmos "
+        "cannot be resumed whole, resume each host's HOST.jsonl with --resume FILE"
+    )
+    assert (old / "h1.jsonl").read_bytes() == b""
