@@ -9,7 +9,10 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from kosmos.events import (
     CommandDecision,
@@ -55,7 +58,8 @@ def slow_llm(llm: ScriptedLLM, side: Path, gate: threading.Event) -> None:
 
 
 def states(run_dir: Path) -> dict[str, str]:
-    """Each host's state as its transcript says: ended, asking (the LLM), started, absent."""
+    """Each host's state as its transcript says: ended, asking (the LLM), started (or stopped
+    by a full disk, exit 7), absent."""
     found = {}
     for host in HOSTS:
         path = run_dir / host_file_name(host)
@@ -63,7 +67,10 @@ def states(run_dir: Path) -> dict[str, str]:
             found[host] = "absent"
             continue
         events = read_transcript(path)
-        if any(isinstance(e, RunFinished) for e in events):
+        ends = [e for e in events if isinstance(e, RunFinished)]
+        if not any(isinstance(e, RunStarted) for e in events):
+            found[host] = "absent"  # nothing written, or only its plan (not started)
+        elif ends and ends[-1].exit_code != 7:
             found[host] = "ended"
         elif any(isinstance(e, LLMRequest) for e in events):
             found[host] = "asking"
@@ -240,3 +247,60 @@ def test_a_folder_without_a_plan_is_refused_with_what_to_do(
         "cannot be resumed whole, resume each host's HOST.jsonl with --resume FILE"
     )
     assert (old / "h1.jsonl").read_bytes() == b""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MB filesystem of the test's own (tmpfs), unmounted after."""
+    where = tmp_path / "small"
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_fleet_stopped_by_a_full_disk_resumes_whole_once_there_is_space(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path, small_disk: Path
+) -> None:
+    flags, _ = setup(tmp_path)
+    side = tmp_path / "side.txt"
+    # Each command prints about 350 KB, which its host's transcript keeps: the disk fills.
+    llm.default = lambda record: (
+        f"[CMD] echo tok-{uuid.uuid4().hex[:12]} >> {side}; seq 1 60000"
+        if steps_of(record) == 1
+        else "[DONE] checked"
+    )
+    run_dir = small_disk / "run"
+    args = ["run", "probe", *flags, "--forks", "2", "--non-interactive", "--yes"]
+    full = run_cli([*args, "--transcript", str(run_dir)], env=cli_env, cwd=tmp_path)
+    assert full.returncode == 7, full.stdout + full.stderr
+    assert (
+        not (run_dir / "fleet.json").exists()
+        or json.loads((run_dir / "fleet.json").read_text())["exit_code"] == 7
+    )
+    before = states(run_dir)
+    assert "ended" in before.values() and set(before.values()) != {"ended"}, before
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+
+    r = run_cli(
+        ["run", "--resume", str(run_dir), "--non-interactive", "--yes"], env=cli_env, cwd=tmp_path
+    )
+    assert r.returncode in (0, 4), r.stdout + r.stderr  # 4: a command whose result was lost
+    tokens = side.read_text().splitlines()
+    assert len(tokens) == len(HOSTS) and len(set(tokens)) == len(HOSTS), tokens
+    fleet = {h["host"]: h for h in json.loads((run_dir / "fleet.json").read_text())["hosts"]}
+    assert sorted(fleet) == HOSTS
+    for host in HOSTS:
+        events = read_transcript(run_dir / host_file_name(host))
+        assert sum(isinstance(e, CommandStarted) for e in events) == 1, host
+        assert fleet[host]["status"] in ("done", "needs_input"), fleet[host]
+        if before[host] in ("absent", "ended"):
+            assert fleet[host]["status"] == "done", fleet[host]
