@@ -170,6 +170,11 @@ def test_a_command_the_kill_cut_is_not_run_again_headless(
             if side.exists() and len(side.read_text().splitlines()) == 2:
                 break
             time.sleep(0.02)
+        # While the fleet runs, its plan is held: a resume would run its hosts twice.
+        early = run_cli(["run", "--resume", str(run_dir), "--yes"], env=cli_env, cwd=tmp_path)
+        assert early.returncode == 2
+        assert "that fleet is still running" in early.stderr
+        assert proc.poll() is None
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert len(side.read_text().splitlines()) == 2

@@ -11,6 +11,7 @@ that ended; anything else was interrupted, and resumes as `--resume` of one run 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,27 @@ def write_plan(directory: Path, plan: FleetPlan) -> None:
         raise RecordError(
             f"cannot write {path}: {e.strerror or e}; free space there, then run the fleet again"
         ) from None
+
+
+def hold_plan(directory: Path) -> int:
+    """A lock on the plan for as long as this run drives the fleet (it goes with the process):
+    a `--resume` of a fleet that is still running is refused. The descriptor to close."""
+    path = directory / PLAN
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise UsageError(f"--resume {directory}: no {PLAN} there") from None
+    except OSError as e:
+        raise UsageError(f"--resume {path}: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UsageError(
+            f"--resume {directory}: that fleet is still running (another kosmos holds "
+            f"{PLAN}); wait for it to end, then resume it if it did not finish"
+        ) from None
+    return fd
 
 
 def read_plan(directory: Path) -> FleetPlan:

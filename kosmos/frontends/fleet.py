@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import signal
 import sys
 import uuid
@@ -23,7 +24,7 @@ from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
 from kosmos.fleet.journal import Journal, refuse_earlier_run
 from kosmos.fleet.orchestrator import Fleet
-from kosmos.fleet.plan import FleetPlan, write_plan
+from kosmos.fleet.plan import FleetPlan, hold_plan, write_plan
 from kosmos.fleet.results import (
     FleetFinished,
     fleet_result,
@@ -73,6 +74,8 @@ class FleetFrontend:
         self.on_event: Callable[[Event], None] | None = None
         self.fleet: Fleet | None = None
         self.journal: Journal | None = None
+        # A lock on the fleet's plan while this run drives it (kosmos.fleet.plan.hold_plan).
+        self.plan_lock: int | None = None
         # Why a --canary-from file's decisions do not stand here (it is not signed with the key).
         self.seal_note = ""
         # No one reads the output any more (`| head`): the fleet stops, as SIGPIPE would end it.
@@ -246,8 +249,10 @@ class FleetFrontend:
         recorder.fleet = self.fleet = fleet
         if resumed is not None:
             resumed.keep_ended(fleet)
+            self.plan_lock = resumed.hold
         else:  # before any host starts: what `kosmos run --resume DIR` finishes
             write_plan(run_dir, self._plan(run_id, skill, params, hosts))
+            self.plan_lock = hold_plan(run_dir)
         # A terminal gets the live table (on stderr); a log gets one line per event (on
         # stdout, beside the summary), unless stdout carries --json.
         live = self.console.err.isatty()
@@ -274,6 +279,9 @@ class FleetFrontend:
             if self.broker is not None:
                 await self.broker.aclose()
             await provider.aclose()
+        if self.plan_lock is not None:
+            os.close(self.plan_lock)
+            self.plan_lock = None
         try:
             journal.close()
         except RecordError as e:

@@ -9,6 +9,7 @@ fleet goes on without a canary.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from kosmos.errors import UsageError
 from kosmos.fleet.canary import CanaryRecord
 from kosmos.fleet.journal import host_file_name
 from kosmos.fleet.orchestrator import Fleet
-from kosmos.fleet.plan import FleetPlan, HostRecord, host_record, prepare, read_plan
+from kosmos.fleet.plan import FleetPlan, HostRecord, hold_plan, host_record, prepare, read_plan
 from kosmos.prompts import Prompts
 from kosmos.seal import verify_file
 
@@ -33,6 +34,7 @@ class FleetResume:
     canary_record: CanaryRecord | None = None  # the ended canary, replayed
     canary_host: str | None = None
     notes: list[str] = field(default_factory=list)
+    hold: int | None = None  # the lock on the plan while this run drives the fleet (hold_plan)
 
     def count(self, state: str) -> int:
         return sum(1 for r in self.records.values() if r.state == state)
@@ -56,8 +58,19 @@ def load_fleet(directory: Path, prompts: Prompts, key: bytes | None) -> FleetRes
     """The fleet run in `directory`, ready to finish; each host's file prepared to append to.
     UsageError when it cannot be resumed or has nothing left to do."""
     plan = read_plan(directory)
+    hold = hold_plan(directory)
+    try:
+        return _load(directory, plan, hold, prompts, key)
+    except BaseException:
+        os.close(hold)
+        raise
+
+
+def _load(
+    directory: Path, plan: FleetPlan, hold: int, prompts: Prompts, key: bytes | None
+) -> FleetResume:
     records = {name: host_record(directory / host_file_name(name)) for name, _target in plan.hosts}
-    state = FleetResume(directory, plan, records)
+    state = FleetResume(directory, plan, records, hold=hold)
     if state.count("ended") == len(records) and (directory / "fleet.json").exists():
         raise UsageError(
             f"--resume {directory}: every host of this fleet ended; nothing to resume "
