@@ -338,7 +338,8 @@ class Fleet:
         emit = self._emitter(run, record)
         operator: Operator = _Tracked(self.make_operator(run.spec), run)
         provider: Provider = self.provider
-        if replay_of is not None:
+        # A resumed host goes on from its own transcript: a replay would start at step 1.
+        if replay_of is not None and run.name not in self.resumes:
             run.replay = Replay(replay_of, provider, operator, emit, host=run.name)
             provider, operator = run.replay.provider, run.replay.operator
         session = self.make_session(SessionParts(run.spec, runner, provider, operator, emit))
