@@ -309,3 +309,31 @@ def test_a_fleet_stopped_by_a_full_disk_resumes_whole_once_there_is_space(
         assert fleet[host]["status"] in ("done", "needs_input"), fleet[host]
         if before[host] in ("absent", "ended"):
             assert fleet[host]["status"] == "done", fleet[host]
+
+
+def test_a_host_that_ended_unreachable_is_kept_and_fleet_json_written_again(
+    llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    flags, inventory = setup(tmp_path)
+    inventory.write_text(
+        "all:\n  hosts:\n    h1:\n      ansible_host: local\n"
+        "    dead:\n      ansible_host: 127.0.0.1\n      ansible_port: 1\n"
+    )
+    llm.default = lambda record: "[DONE] checked"
+    run_dir = tmp_path / "run"
+    args = ["run", "probe", *flags, "--non-interactive", "--yes", "--transcript", str(run_dir)]
+    first = run_cli(args, env=cli_env, cwd=tmp_path)
+    assert first.returncode == 6, first.stderr
+    (run_dir / "fleet.json").unlink()  # killed as it was about to write it
+    dead = (run_dir / "dead.jsonl").read_bytes()
+
+    r = run_cli(["run", "--resume", str(run_dir), "--non-interactive"], env=cli_env, cwd=tmp_path)
+    assert r.returncode == 6, r.stderr
+    assert "2 ended (kept), 0 interrupted (resumed), 0 not started" in r.stderr
+    assert (run_dir / "dead.jsonl").read_bytes() == dead  # not tried again
+    fleet = json.loads((run_dir / "fleet.json").read_text())
+    assert [(h["host"], h["status"]) for h in fleet["hosts"]] == [
+        ("h1", "done"),
+        ("dead", "unreachable"),
+    ]
+    assert fleet["exit_code"] == 6

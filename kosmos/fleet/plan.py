@@ -5,7 +5,8 @@ The plan (`fleet-plan.json`) is written whole (beside, fsynced, renamed, the dir
 fsynced) before the first host connects. Each host's state after that is its transcript,
 which the journal fsyncs as it goes: no transcript (or one without a whole `run_started`
 line: 0 bytes, cut by a full disk) is a host that never started; a `run_finished` is a host
-that ended; anything else was interrupted, and resumes as `--resume` of one run does.
+that ended (unreachable included; not `skipped`, `aborted` or stopped by a full disk);
+anything else was interrupted, and resumes as `--resume` of one run does.
 """
 
 from __future__ import annotations
@@ -142,12 +143,16 @@ def host_record(path: Path) -> HostRecord:
         return HostRecord("new", [])
     except OSError as e:
         raise UsageError(f"--resume {path}: {e.strerror or e}") from None
-    started = [e for e in events if isinstance(e, RunStarted)]
-    if not started:  # 0 bytes, cut before its first whole line, or planned and never run
-        return HostRecord("new", events)
     end = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
-    if end is not None and end.status != "aborted" and end.exit_code != EXIT_RECORD:
-        return HostRecord("ended", events)
+    if (
+        end is not None
+        and end.status not in ("aborted", "skipped")
+        and end.exit_code != EXIT_RECORD
+    ):
+        return HostRecord("ended", events)  # unreachable hosts too: they ended so
+    started = [e for e in events if isinstance(e, RunStarted)]
+    if not started:  # 0 bytes, cut before its first whole line, or planned and not started
+        return HostRecord("new", events)
     if not any(isinstance(e, LLMRequest) for e in events[events.index(started[-1]) :]):
         return HostRecord("new", events)  # stopped before its first LLM request
     return HostRecord("interrupted", events)
