@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,6 +119,7 @@ def main() -> None:
     finally:
         llm.terminate()
         llm.wait()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
