@@ -254,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         type=Path,
         metavar="TRANSCRIPT",
-        help="continue a run that was stopped or killed, from its transcript",
+        help="continue a run that was stopped or killed, from its transcript; or finish a "
+        "fleet from its run directory",
     )
     rec.add_argument(
         "--replay",

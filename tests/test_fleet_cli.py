@@ -105,6 +105,7 @@ def test_local_inventory_in_a_log_shows_each_host_and_the_summary(
     ]
     assert "3 of 3 hosts done" in summary[8]
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        "fleet-plan.json",
         "fleet.json",
         "web1.jsonl",
         "web2.jsonl",

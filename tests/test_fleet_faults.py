@@ -136,8 +136,9 @@ def test_a_run_folder_that_holds_an_earlier_run_is_refused(
     again = run_cli(args, env=cli_env, cwd=project)
     assert again.returncode == 2
     assert again.stderr.strip().splitlines() == [
-        f"kosmos: --transcript {run_dir}: holds an earlier fleet run (fleet.json, h1.jsonl, "
-        "h2.jsonl); give a new directory, or leave --transcript out for a fresh one"
+        f"kosmos: --transcript {run_dir}: holds an earlier fleet run (fleet-plan.json, "
+        "fleet.json, h1.jsonl, h2.jsonl); give a new directory, or leave --transcript out for "
+        "a fresh one"
     ]
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
     # An empty folder, or one holding other files, is fine.

@@ -152,7 +152,7 @@ async def test_fan_out_over_20_hosts_with_one_unreachable_and_one_failing(
     assert "unreachable (dead)" in fleet["message"]
     # One transcript per host in one run directory, and the fleet's result beside them.
     assert sorted(p.name for p in runs.iterdir()) == sorted(
-        [f"{n}.jsonl" for n in [*WEB, "bad", "dead"]] + ["fleet.json"]
+        [f"{n}.jsonl" for n in [*WEB, "bad", "dead"]] + ["fleet-plan.json", "fleet.json"]
     )
     assert json.loads((runs / "fleet.json").read_text())["counts"]["done"] == 18
     assert "18 of 20 hosts done" in err

@@ -133,15 +133,18 @@ def refuse_earlier_run(directory: Path) -> None:
     host's file would hold two runs, which neither `--resume` nor `fleet merge` can tell apart."""
     try:
         earlier = sorted(
-            p.name for p in directory.iterdir() if p.name == "fleet.json" or p.suffix == ".jsonl"
+            p.name
+            for p in directory.iterdir()
+            if p.name in ("fleet.json", "fleet-plan.json") or p.suffix == ".jsonl"
         )
     except (FileNotFoundError, NotADirectoryError):
         return
     except OSError as e:
         raise unwritable(directory, e, "the fleet's run directory") from None
     if earlier:
+        killed = "fleet-plan.json" in earlier and "fleet.json" not in earlier
+        finish = f" (to finish that fleet: kosmos run --resume {directory})" if killed else ""
         raise UsageError(
             f"--transcript {directory}: holds an earlier fleet run ({names(earlier, 60)}); "
-            "give a new "
-            "directory, or leave --transcript out for a fresh one"
+            f"give a new directory, or leave --transcript out for a fresh one{finish}"
         )

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from msgspec.structs import replace
 
 from kosmos.engine.operator import Approval, CommandProposal, Operator, Question
+from kosmos.engine.resume import Resumed
 from kosmos.engine.session import Session
 from kosmos.errors import (
     EXIT_FAILED,
@@ -176,6 +177,7 @@ class Fleet:
         skill: str | None = None,
         shard: str | None = None,
         transcript_of: Callable[[str], Any] | None = None,
+        resumes: Mapping[str, Resumed] | None = None,
     ) -> None:
         if not hosts:
             raise UsageError("no hosts to run on; give --host, --hosts or -i INVENTORY")
@@ -201,6 +203,8 @@ class Fleet:
         self.redact = redact or (lambda text: text)
         # Where each host's transcript is (named in results of hosts that never ran a session).
         self.transcript_of = transcript_of
+        # `--resume DIR`: the hosts whose runs were interrupted go on from their transcripts.
+        self.resumes = dict(resumes or {})
         self.runs = {h.name: HostRun(h, canary=h.name == canary) for h in hosts}
         # `stop`: the error that ended the fleet early (its record cannot be kept, say).
         self.stopped: KosmosError | None = None
@@ -238,6 +242,14 @@ class Fleet:
             self.result = self.summary()
             self._emit(self.result)
         return self.result
+
+    def keep(self, name: str, events: Sequence[Event]) -> None:
+        """`--resume DIR`: a host whose run ended before the fleet stopped keeps its result
+        (from its transcript's events) and is not run again."""
+        run = self.runs[name]
+        for event in events:
+            if isinstance(event, RunStarted | CommandFinished | RunFinished | CommandDecision):
+                self._track(run, event)
 
     def stop(self, error: KosmosError) -> None:
         """End the fleet early with `error`: no more hosts start, and each host's run under
@@ -279,6 +291,8 @@ class Fleet:
         record: CanaryRecord | None = None,
         replay_of: CanaryRecord | None = None,
     ) -> None:
+        if run.result is not None:  # ended in the run this one resumes
+            return
         async with self._forks:
             if self.stopped is not None:
                 return self._not_started(run, self.stopped)
@@ -324,7 +338,8 @@ class Fleet:
         emit = self._emitter(run, record)
         operator: Operator = _Tracked(self.make_operator(run.spec), run)
         provider: Provider = self.provider
-        if replay_of is not None:
+        # A resumed host goes on from its own transcript: a replay would start at step 1.
+        if replay_of is not None and run.name not in self.resumes:
             run.replay = Replay(replay_of, provider, operator, emit, host=run.name)
             provider, operator = run.replay.provider, run.replay.operator
         session = self.make_session(SessionParts(run.spec, runner, provider, operator, emit))
@@ -332,7 +347,7 @@ class Fleet:
             run.replay.attach(session)
         run.session = session
         try:
-            await session.run()
+            await session.run(self.resumes.pop(run.name, None))
         finally:
             # Its result is in `run.result`: a thousand finished hosts' histories and runners
             # would only weigh on memory and on every garbage collection.
@@ -421,7 +436,10 @@ class Fleet:
                     target=run.spec.target,
                     status=r.status if r else run.state,
                     steps=r.steps if r else run.step,
-                    duration_s=round(run.elapsed(), 3),
+                    duration_s=round(
+                        run.elapsed() if run.started is not None or r is None else r.duration_s,
+                        3,
+                    ),
                     last_exit_code=run.last_exit,
                     exit_code=r.exit_code if r else EXIT_INTERRUPTED,
                     commands_run=r.commands_run if r else 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import signal
 import sys
 import uuid
@@ -23,6 +24,7 @@ from kosmos.fleet.approvals import ApprovalBroker
 from kosmos.fleet.canary import CanaryRecord
 from kosmos.fleet.journal import Journal, refuse_earlier_run
 from kosmos.fleet.orchestrator import Fleet
+from kosmos.fleet.plan import FleetPlan, hold_plan, write_plan
 from kosmos.fleet.results import (
     FleetFinished,
     fleet_result,
@@ -46,6 +48,7 @@ from kosmos.hosts.sshconfig import SSHConfigFile, local_user
 from kosmos.llm.factory import make_provider
 from kosmos.prompts import Prompts
 from kosmos.runs.fleet import FleetRecorder, FleetSessions, fleet_run_dir, write_fleet_result
+from kosmos.runs.fleet_resume import FleetResume, load_fleet
 from kosmos.runs.redactor import run_redactor
 from kosmos.runs.skills import skill_library
 from kosmos.seal import key_bytes, verify_file
@@ -71,6 +74,8 @@ class FleetFrontend:
         self.on_event: Callable[[Event], None] | None = None
         self.fleet: Fleet | None = None
         self.journal: Journal | None = None
+        # A lock on the fleet's plan while this run drives it (kosmos.fleet.plan.hold_plan).
+        self.plan_lock: int | None = None
         # Why a --canary-from file's decisions do not stand here (it is not signed with the key).
         self.seal_note = ""
         # No one reads the output any more (`| head`): the fleet stops, as SIGPIPE would end it.
@@ -148,15 +153,18 @@ class FleetFrontend:
         )
 
     async def run(self) -> int:
-        req, settings = self.request, self.settings
+        settings = self.settings
+        prompts = Prompts.load(settings.prompts_file)
+        resumed = self._resumed(prompts)
+        req = self.request
         if req.resume is not None or req.replay is not None:
             raise UsageError(
-                "--resume and --replay continue or replay one host's run; run them with one --host"
+                "--replay plays one host's run again; run it with one --host (--resume takes "
+                "a host's HOST.jsonl, or a fleet's run directory)"
             )
         if not req.skill:
             raise UsageError("name a skill to run on the hosts")
-        hosts = self.hosts()
-        prompts = Prompts.load(settings.prompts_file)
+        hosts = resumed.plan.specs() if resumed is not None else self.hosts()
         skill = skill_library(settings, req.skills_dirs, self.env, self.home).find(req.skill)
         # Said once for the fleet, not once per host.
         for warning in skill.warnings:
@@ -165,6 +173,8 @@ class FleetFrontend:
             )
         skill = replace(skill, warnings=())
         replayed = self.canary_record(skill)
+        if resumed is not None and resumed.canary_record is not None:
+            replayed = resumed.canary_record
         ask = None if req.non_interactive else ask_param_in_terminal(self.console)
         params = resolve_params(skill, parse_param_flags(req.params), ask=ask)
         if replayed is not None:  # refused before any host is touched
@@ -174,14 +184,15 @@ class FleetFrontend:
                 self.console.say(
                     self.console.style(f"  ! {self.seal_note}", "33"), stream=self.console.err
                 )
-        run_id = uuid.uuid4().hex
+        run_id = resumed.plan.run_id if resumed is not None else uuid.uuid4().hex
         run_dir = req.transcript or fleet_run_dir(settings, skill.name, run_id, shard=self.shard)
         if run_dir.exists() and not run_dir.is_dir():
             raise UsageError(
                 f"--transcript {run_dir}: a fleet writes one transcript per host into a "
                 "directory; give a directory (new or existing)"
             )
-        refuse_earlier_run(run_dir)
+        if resumed is None:
+            refuse_earlier_run(run_dir)
         if not hosts and self.shard is not None:
             # A job of a matrix that this fleet's split leaves nothing to: done, and said so.
             # Its fleet.json is sealed like any shard's, so that the merge takes it.
@@ -202,6 +213,7 @@ class FleetFrontend:
             journal,
             choices=req.choices(),
             run_id=run_id,
+            resumes=dict(resumed.resumes) if resumed is not None else {},
         )
         recorder = FleetRecorder(sessions)
 
@@ -232,8 +244,15 @@ class FleetFrontend:
             skill=skill.name,
             shard=str(self.shard) if self.shard else None,
             transcript_of=journal.path,
+            resumes=resumed.resumes if resumed is not None else None,
         )
         recorder.fleet = self.fleet = fleet
+        if resumed is not None:
+            resumed.keep_ended(fleet)
+            self.plan_lock = resumed.hold
+        else:  # before any host starts: what `kosmos run --resume DIR` finishes
+            write_plan(run_dir, self._plan(run_id, skill, params, hosts))
+            self.plan_lock = hold_plan(run_dir)
         # A terminal gets the live table (on stderr); a log gets one line per event (on
         # stdout, beside the summary), unless stdout carries --json.
         live = self.console.err.isatty()
@@ -260,12 +279,50 @@ class FleetFrontend:
             if self.broker is not None:
                 await self.broker.aclose()
             await provider.aclose()
+        if self.plan_lock is not None:
+            os.close(self.plan_lock)
+            self.plan_lock = None
         try:
             journal.close()
         except RecordError as e:
             self.console.error(f"kosmos: {e}")
             result = replace(result, exit_code=e.exit_code)
         return self._report(result, run_dir, canary=req.canary is not None or replayed is not None)
+
+    def _resumed(self, prompts: Prompts) -> FleetResume | None:
+        """`--resume DIR`: the killed fleet to finish; this run's request becomes its plan's."""
+        directory = self.request.resume
+        if directory is None or not directory.is_dir():
+            return None
+        resumed = load_fleet(directory, prompts, key_bytes(self.settings.seal_key))
+        self.request = self.request.from_plan(resumed.plan, directory)
+        stream = self.console.err
+        for line in [resumed.line(), *resumed.notes]:
+            self.console.say(self.console.style(f"  {line}", "33"), stream=stream)
+        return resumed
+
+    def _plan(
+        self, run_id: str, skill: Skill, params: dict[str, str], hosts: list[HostSpec]
+    ) -> FleetPlan:
+        req = self.request
+        return FleetPlan(
+            run_id=run_id,
+            skill=skill.name,
+            skill_path=skill.path,
+            params=dict(params),
+            hosts=[(h.name, h.target) for h in hosts],
+            prompt=req.prompt,
+            policy=req.policy,
+            forks=req.forks,
+            llm_concurrency=req.llm_concurrency,
+            max_steps=req.max_steps,
+            command_timeout=req.command_timeout,
+            protocol=req.protocol,
+            allow_dangerous=req.allow_dangerous,
+            canary=req.canary,
+            canary_from=str(req.canary_from.resolve()) if req.canary_from else None,
+            shard=req.shard,
+        )
 
     async def _drive(self, fleet: Fleet) -> FleetFinished:
         """Run the fleet; Ctrl-C or SIGTERM ends every host's run and still prints the summary."""

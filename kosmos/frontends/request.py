@@ -6,10 +6,14 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from kosmos.engine.approval import Policy
 from kosmos.events import RunPlanned
 from kosmos.runs.assembly import RunChoices
+
+if TYPE_CHECKING:
+    from kosmos.fleet.plan import FleetPlan
 
 
 @dataclass
@@ -72,11 +76,36 @@ class RunRequest:
             transcript=self.transcript or self.resume,
         )
 
+    def from_plan(self, plan: FleetPlan, directory: Path) -> RunRequest:
+        """`--resume DIR` of a fleet: the run its plan recorded (the skill from where it was
+        found, if it is still there), into the same directory; how to ask stays this run's."""
+        path = Path(plan.skill_path)
+        return dataclasses.replace(
+            self,
+            skill=str(path) if path.is_file() else plan.skill,
+            resume=None,
+            transcript=directory,
+            params=[f"{k}={v}" for k, v in plan.params.items()],
+            prompt=plan.prompt,
+            policy=cast(Policy | None, plan.policy),
+            forks=plan.forks,
+            llm_concurrency=plan.llm_concurrency,
+            max_steps=plan.max_steps,
+            command_timeout=plan.command_timeout,
+            protocol=plan.protocol,
+            allow_dangerous=plan.allow_dangerous,
+            canary=plan.canary,
+            canary_from=Path(plan.canary_from) if plan.canary_from else None,
+            shard=plan.shard,
+        )
+
     @property
     def fleet(self) -> bool:
-        """More than one host, a pattern, an inventory, a canary or a shard: a fleet run."""
+        """More than one host, a pattern, an inventory, a canary, a shard, or `--resume` of a
+        fleet's directory: a fleet run."""
         return (
-            len(self.hosts) > 1
+            (self.resume is not None and self.resume.is_dir())
+            or len(self.hosts) > 1
             or self.hosts_pattern is not None
             or self.inventory is not None
             or self.canary is not None

@@ -49,6 +49,10 @@ def _remote_path(path: str) -> str:
     return shlex.quote(path)
 
 
+class ReadLost(HostError):
+    """The connection died during a read of kosmos's own."""
+
+
 class RemoteReads:
     """read_file and read_first for SSHRunner: one remote command per read."""
 
@@ -85,6 +89,14 @@ class RemoteReads:
         raise NotImplementedError  # SSHRunner's
 
     async def read_file(self, path: str, *, timeout: float) -> str | None:
+        try:
+            return await self._read_file(path, timeout=timeout)
+        except ReadLost:
+            # It only reads: after a cut it runs once more, on a new connection, as the next
+            # command would (the reconnect is said through `notify`).
+            return await self._read_file(path, timeout=timeout)
+
+    async def _read_file(self, path: str, *, timeout: float) -> str | None:
         target = _remote_path(path)
         command = (
             f'f={target}; [ -L "$f" ] && [ ! -e "$f" ] && exit {LINK_NOWHERE}; '
@@ -100,7 +112,7 @@ class RemoteReads:
         if result.timed_out:
             raise TimeoutError(f"{self.name}: reading {path} took longer than {timeout:g} s")
         if result.connection_lost:
-            raise HostError(f"{self.name}: the connection was lost while reading {path}")
+            raise ReadLost(f"{self.name}: the connection was lost while reading {path}")
         if result.exit_code == MISSING:
             return None
         if result.exit_code == LINK_NOWHERE:
@@ -112,6 +124,14 @@ class RemoteReads:
         return result.output.data().decode("utf-8", errors="replace")
 
     async def read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
+        """read_first once more, on a new connection, when the link died during it (the first
+        knowledge read of a run, say), as a command after a cut reconnects once."""
+        try:
+            return await self._read_first(paths, timeout=timeout)
+        except ReadLost:
+            return await self._read_first(paths, timeout=timeout)
+
+    async def _read_first(self, paths: Sequence[str], *, timeout: float) -> tuple[str, str] | None:
         """One command for all of `paths`: each read costs a round trip to the host.
 
         The script marks each path it tries (`try N`) and the one it prints (`hit N`), so a
@@ -184,7 +204,7 @@ class RemoteReads:
         if result.timed_out:
             raise ReadTimeout(paths[min(tried, len(paths) - 1)], timeout)
         if result.connection_lost:
-            raise HostError(f"{self.name}: the connection was lost while reading {paths[tried]}")
+            raise ReadLost(f"{self.name}: the connection was lost while reading {paths[tried]}")
         if hit is None and tried < len(paths):
             if result.exit_code == LINK_NOWHERE:
                 raise FileUnreadable(paths[tried], BROKEN_LINK)

@@ -18,6 +18,7 @@ from msgspec import structs
 
 from kosmos.config import Settings
 from kosmos.engine.guard import redact_event
+from kosmos.engine.resume import Resumed
 from kosmos.engine.session import Session
 from kosmos.errors import RecordError
 from kosmos.events import Event, RunFinished, RunPlanned
@@ -67,6 +68,8 @@ class FleetSessions:
     journal: Journal
     choices: RunChoices = field(default_factory=RunChoices)
     run_id: str = ""
+    # `--resume DIR`: the interrupted hosts' runs, each continued with what it started with.
+    resumes: Mapping[str, Resumed] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # The skill file's warnings are said once for the fleet, not once per host.
@@ -83,6 +86,11 @@ class FleetSessions:
             yes=self.choices.yes,
             target=host.target,
         )
+        options = replace(self.options, policy=policy)
+        if (resume := self.resumes.get(host.name)) is not None:
+            options = session_options(
+                self.skill, self.settings, self.choices, policy=policy, resumed=resume.started
+            )
         return Session(
             self.skill,
             params=self.params,
@@ -91,7 +99,7 @@ class FleetSessions:
             operator=parts.operator,
             prompts=self.prompts,
             emit=parts.emit,
-            options=replace(self.options, policy=policy),
+            options=options,
             run_id=f"{self.run_id}-{host.name}",
             transcript=str(self.journal.path(host.name)),
             redactor=self.redactor,
