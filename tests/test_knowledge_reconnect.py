@@ -72,7 +72,7 @@ async def test_a_cut_during_the_first_knowledge_read_reconnects_and_reads_it(
     knowledge, notes = await read_with_cuts(ssh_home, ssh_server, ssh_keys, cuts=1)
     assert not isinstance(knowledge, HostError), knowledge
     assert knowledge is not None
-    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")  # type: ignore[attr-defined]
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[2], "home notes\n")  # type: ignore[attr-defined]
     assert len(notes) == 1 and "the connection was lost" in notes[0] and "reconnected" in notes[0]
 
 
