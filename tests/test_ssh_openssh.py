@@ -160,7 +160,7 @@ async def test_a_knowledge_file_without_read_permission_is_passed_over_and_named
     skipped: list[FileUnreadable] = []
     knowledge = await load_knowledge(runner, timeout=5, on_skip=skipped.append)
     assert knowledge is not None
-    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[2], "home notes\n")
     assert [(e.path, e.reason) for e in skipped] == [(KNOWLEDGE_PATHS[0], reason)]
 
 

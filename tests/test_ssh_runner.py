@@ -232,7 +232,7 @@ async def test_knowledge_is_the_first_file_with_text_read_in_one_command(
     (home / ".kosmos-panel" / "ai_system_promt.md").write_text(" \n\t\n")  # blank: passed over
     knowledge = await load_knowledge(runner, timeout=5)
     assert knowledge is not None
-    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[2], "home notes\n")
     (home / ".kosmos-panel" / "ai_system_promt.md").write_text("project notes\n")
     found = await runner.read_first(KNOWLEDGE_PATHS, timeout=5)
     assert found == (KNOWLEDGE_PATHS[0], "project notes\n")
@@ -252,7 +252,7 @@ async def test_a_knowledge_file_that_cannot_be_read_is_passed_over_and_named(
     skipped: list[FileUnreadable] = []
     knowledge = await load_knowledge(runner, timeout=5, on_skip=skipped.append)
     assert knowledge is not None
-    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[1], "home notes\n")
+    assert (knowledge.path, knowledge.text) == (KNOWLEDGE_PATHS[2], "home notes\n")
     assert [e.path for e in skipped] == [KNOWLEDGE_PATHS[0]]
 
 
