@@ -14,7 +14,7 @@ import yaml
 from msgspec import Meta, Struct
 from msgspec.structs import replace
 
-from kosmos.config_keys import KEY_SOURCES, key_from
+from kosmos.config_keys import KEY_SOURCES, key_from, read_key_file
 from kosmos.config_words import invalid, struct_fields, unknown_key
 from kosmos.errors import ConfigError, validation_problem
 from kosmos.memory import DEFAULT_FOLDER
@@ -485,12 +485,5 @@ def _resolved_key(
 
 
 def _read_seal_key(path: Path) -> Secret:
-    """The seal key from its file (its first line); ConfigError naming the file otherwise."""
-    try:
-        key = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
-        raise ConfigError(f"seal_key_file {path}: cannot read it ({why}); check the path") from None
-    if not key:
-        raise ConfigError(f"seal_key_file {path}: empty; put the seal key in it")
-    return Secret(key)
+    """The seal key from its file; ConfigError naming the file otherwise."""
+    return Secret(read_key_file(path, "seal_key_file", what="the seal key"))

@@ -53,7 +53,7 @@ def key_from(
     return None
 
 
-def read_key_file(path: Path, setting: str) -> str:
+def read_key_file(path: Path, setting: str, what: str = "the API key") -> str:
     """The key in `path`, stripped; ConfigError naming the setting and the file otherwise."""
     try:
         key = path.read_text(encoding="utf-8").strip()
@@ -61,7 +61,7 @@ def read_key_file(path: Path, setting: str) -> str:
         why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
         raise ConfigError(f"{setting} {path}: cannot read it ({why}); check the path") from None
     if not key:
-        raise ConfigError(f"{setting} {path}: empty; put the API key in it")
+        raise ConfigError(f"{setting} {path}: empty; put {what} in it")
     return key
 
 
