@@ -4,6 +4,8 @@ the approval prompt is what runs, and a name from a file cannot redraw a table."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 import unicodedata
@@ -12,7 +14,8 @@ from pathlib import Path
 
 from kosmos.engine.guard import visible, visible_output
 from kosmos.tui.focus import REACT_S
-from tests.conftest import run_cli
+from tests.conftest import pseudo_terminal, run_cli
+from tests.helpers import read_until
 from tests.llmserver import ScriptedLLM
 from tests.tmux import Terminal, wait
 
@@ -44,6 +47,56 @@ def test_every_character_a_terminal_does_not_draw_is_shown_as_a_symbol() -> None
         "\x1b[1;31mred\x1b[0m\r\n␛[2J␛]0;t␇"
     )
     assert visible_output("\x1b[31mred", colours=False) == "␛[31mred"
+
+
+# Marks that draw as nothing, yet carry a byte each: a payload hidden behind a visible `exec(`
+# (one variation selector per byte: U+FE00..FE0F for 0..15, U+E0100.. for 16..255).
+def hide(payload: bytes) -> str:
+    return "".join(chr(0xFE00 + b if b < 16 else 0xE0100 + b - 16) for b in payload)
+
+
+PAYLOAD = hide(b'open("victim.txt", "w")')
+HIDDEN_EXEC = (
+    "[CMD] python3 -c 'exec(bytes((ord(c)-0xFE00 if ord(c)<0xE0000 else ord(c)-0xE0100+16)"
+    f' for c in "{PAYLOAD}"))\''
+)
+MARKS = "\u034f\ufe0f\U000e0101\u180b\u17b4\x9b"
+
+
+def test_marks_that_draw_as_nothing_are_shown_as_symbols() -> None:
+    # Not format characters to Unicode (they are combining marks or letters), yet a terminal
+    # draws nothing for them: each is a symbol of its own.
+    shown = visible(f"exec({MARKS})")
+    assert shown == "exec(⟨U+034F⟩⟨U+FE0F⟩⟨U+E0101⟩⟨U+180B⟩⟨U+17B4⟩⟨U+009B⟩)"
+    for code in (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), *range(0x80, 0xA0)):
+        assert visible(chr(code), one_line=True) == f"⟨U+{code:04X}⟩"
+
+
+def test_a_payload_hidden_in_variation_selectors_shows_at_the_approval_prompt(
+    llm: ScriptedLLM, cli_env: dict, tmp_path: Path
+) -> None:
+    llm.script(HIDDEN_EXEC, "[DONE] nothing ran")
+    with pseudo_terminal() as (keyboard, tty):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kosmos", "run", "system-overview"],
+            env=cli_env,
+            cwd=tmp_path,
+            stdin=tty,
+            stdout=tty,
+            stderr=tty,
+        )
+        try:
+            shown = read_until(keyboard, b"Run? [y/N/e/a] ").decode()
+            os.write(keyboard, b"n\n")
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    # Every hidden byte is there to read, as a symbol; none reaches the screen bare.
+    assert "exec(bytes(" in shown and "⟨U+E015F⟩⟨U+E0160⟩" in shown  # "op" of open(
+    assert not any(0xFE00 <= ord(c) <= 0xFE0F or ord(c) >= 0xE0000 for c in shown)
+    assert not (tmp_path / "victim.txt").exists()
 
 
 def test_line_mode_shows_the_escapes_of_a_command_instead_of_obeying_them(

@@ -34,12 +34,15 @@ _LEAD = re.compile(r"^[ \t>*_`]*")
 # What a terminal does not draw as a character of its own: C0 and C1 controls (ESC starts
 # the sequences that move the cursor, erase, recolour or retitle), DEL, and the format and
 # separator characters of Unicode (bidi overrides and isolates, zero-width spaces and
-# joiners, invisible operators, tag characters, U+2028/2029). Each is drawn as a symbol: a
-# C0 control as its control picture (ESC as ␛, CR as ␍), the others as ⟨U+XXXX⟩.
+# joiners, invisible operators, tag characters, U+2028/2029), and the marks and letters that
+# draw as nothing: the combining grapheme joiner and the variation selectors carry any bytes
+# after a visible character (a payload for `exec` hidden behind `exec(`). Each is drawn as
+# a symbol: a C0 control as its control picture (ESC as ␛, CR as ␍), the others as ⟨U+XXXX⟩.
 _HIDDEN = (
     (0x00, 0x1F),
     (0x7F, 0x9F),
     (0xAD, 0xAD),
+    (0x34F, 0x34F),  # combining grapheme joiner: a mark that draws as nothing
     (0x600, 0x605),
     (0x61C, 0x61C),
     (0x6DD, 0x6DD),
@@ -47,11 +50,13 @@ _HIDDEN = (
     (0x890, 0x891),
     (0x8E2, 0x8E2),
     (0x115F, 0x1160),  # Hangul fillers: letters that draw as nothing
-    (0x180E, 0x180E),
+    (0x17B4, 0x17B5),  # Khmer inherent vowels: letters that draw as nothing
+    (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
     (0x200B, 0x200F),
     (0x2028, 0x202E),
     (0x2060, 0x206F),
     (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),  # variation selectors: marks that draw as nothing, a byte each
     (0xFEFF, 0xFEFF),
     (0xFFA0, 0xFFA0),
     (0xFFF9, 0xFFFB),
@@ -61,6 +66,7 @@ _HIDDEN = (
     (0x1BCA0, 0x1BCA3),
     (0x1D173, 0x1D17A),
     (0xE0000, 0xE007F),
+    (0xE0100, 0xE01EF),  # variation selectors supplement: 240 more byte-carrying marks
 )
 
 
