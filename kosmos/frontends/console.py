@@ -198,6 +198,7 @@ class Console:
                 future.set_result(value)
 
         def read() -> None:
+            self._discard_typed_ahead()
             try:
                 value: str | BaseException = (
                     self._read_secret(prompt) if secret else self._read_line(prompt, prefill)
@@ -227,6 +228,17 @@ class Console:
             # Ctrl-C at a prompt: end the prompt's line so that what follows starts its own.
             self.put(self.err, "\n")
             raise
+
+    def _discard_typed_ahead(self) -> None:
+        """Forget the keys typed at the terminal before this prompt was shown, as sudo and ssh
+        do: a `y` and Enter typed while the LLM was thinking must not answer a question nobody
+        has read yet. Piped answers are never touched: a script's are meant for the prompts."""
+        if termios is None:
+            return
+        with contextlib.suppress(termios.error, OSError, ValueError, AttributeError):
+            fd = self.stdin.fileno()
+            if os.isatty(fd):
+                termios.tcflush(fd, termios.TCIFLUSH)
 
     def _terminal_state(self) -> list[Any] | None:
         if termios is None or self.stdin is not sys.stdin:
