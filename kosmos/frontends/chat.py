@@ -12,6 +12,7 @@ from kosmos.chat.catalog import pick_lang
 from kosmos.chat.host_skills import offer
 from kosmos.chat.log import default_log_path
 from kosmos.config import Settings
+from kosmos.engine.guard import visible
 from kosmos.frontends.console import Console, EndOfInput
 from kosmos.frontends.line import LineOperator, LinePrompter
 from kosmos.frontends.render import TextRenderer
@@ -41,7 +42,8 @@ class ChatRequest:
 
 
 class ConsoleOutput:
-    """The agent's texts on stdout: progress dimmed, results bold, errors red."""
+    """The agent's texts on stdout: progress dimmed, results bold, errors red, each drawn
+    through `visible`."""
 
     def __init__(self, console: Console) -> None:
         self.c = console
@@ -50,7 +52,9 @@ class ConsoleOutput:
         if kind in STDERR_KINDS:
             self.c.error(f"kosmos: {text}")
             return
-        self.c.say(self.c.style(text, STYLES[kind]))
+        # Tool names and parameters come from the LLM, results from a host or an API: an
+        # escape in them (OSC 52 fills the clipboard) is drawn, never obeyed.
+        self.c.say(self.c.style(visible(text), STYLES[kind]))
 
 
 class LineSkillRunner:

@@ -141,6 +141,10 @@ class Console:
                 self.closed = True
                 self.on_closed()
 
+    def is_tty(self, stream: TextIO) -> bool:
+        """Whether `stream` is a terminal: a person's screen."""
+        return self._tty(stream)
+
     def _tty(self, stream: TextIO) -> bool:
         key = id(stream)
         if key not in self._ttys:

@@ -37,7 +37,7 @@ class LineOperator:
     async def approve(self, proposal: CommandProposal) -> Approval:
         if self.show_directives:
             c = self.c
-            c.say(c.style(f"[{proposal.step}] $ ", "36") + c.style(proposal.command, "1"))
+            c.say(c.style(f"[{proposal.step}] $ ", "36") + c.style(visible(proposal.command), "1"))
         if proposal.risk == "dangerous":
             return await self._confirm_dangerous(proposal)
         if proposal.kind != "command":
@@ -97,7 +97,7 @@ class LineOperator:
     async def answer(self, question: Question) -> str | None:
         if self.show_directives:
             tag = "ASK" if question.required else "ASK:optional"
-            self.c.say(self.c.style(f"[{question.step}] {tag} ", "35") + question.text)
+            self.c.say(self.c.style(f"[{question.step}] {tag} ", "35") + visible(question.text))
         if self.answers:
             value = self.answers.pop(0)
             self.c.say(f"> {visible(value)}")
@@ -135,6 +135,7 @@ class LinePrompter:
         err = self.c.err
         host = visible(host, one_line=True)
         self.c.say(f"The authenticity of host '{host}' can't be established.", stream=err)
+        key_type = visible(key_type, one_line=True)
         self.c.say(f"{key_type} key fingerprint is {fingerprint}.", stream=err)
         try:
             reply = await self.c.ask("Trust this key and add it to known_hosts? [y/N] ")

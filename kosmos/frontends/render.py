@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from kosmos.engine.approval import unasked_line
 from kosmos.engine.guard import visible, visible_output
@@ -268,7 +268,16 @@ class JsonRenderer:
         if isinstance(event, CommandFinished):
             # The raw output (up to 1 MiB) stays in the transcript; --json carries what the LLM saw.
             data.pop("output", None)
-        self.console.put(self.out, json.dumps(data, ensure_ascii=False) + "\n")
+        self.console.put(self.out, json_line(data, screen=self.console.is_tty(self.out)))
+
+
+def json_line(data: Any, *, screen: bool) -> str:
+    """One JSON line. For a `screen` (stdout is a terminal) every character that is not
+    printable ASCII is written as an escape: a JSON string keeps C1 controls, DEL, bidi
+    overrides and invisible marks as they are, and a terminal would obey or hide them."""
+    if not screen:
+        return json.dumps(data, ensure_ascii=False) + "\n"
+    return json.dumps(data).replace("\x7f", "\\u007f") + "\n"
 
 
 def _count(n: int, noun: str) -> str:
