@@ -64,6 +64,25 @@ def run_at_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> str:
     return seen.decode("utf-8", errors="replace")
 
 
+def shown_at_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> str:
+    """What `kosmos ARGS`, its stdout and stderr a pseudo-terminal, drew there."""
+    with pseudo_terminal() as (screen, tty):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kosmos", *args],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=tty,
+            stderr=tty,
+        )
+        seen = b""
+        while proc.poll() is None or select.select([screen], [], [], 0)[0]:
+            if select.select([screen], [], [], 0.5)[0]:
+                seen += os.read(screen, 65536)
+    assert proc.wait() == 0, seen
+    return seen.decode("utf-8", errors="replace")
+
+
 async def test_one_hostile_corpus_reaches_no_surface_raw(
     llm: ScriptedLLM, cli_env: dict[str, str], tmp_path: Path, home: Path
 ) -> None:
@@ -87,6 +106,12 @@ async def test_one_hostile_corpus_reaches_no_surface_raw(
     assert any("\\u001b]52;c;" in line and "\\u034f" in line for line in lines), screen
     assert all(line.isascii() and "\x1b" not in line for line in lines), screen
     assert all(sym in screen for sym in SHOWN[:3]), screen
+
+    # The runs' record: `kosmos log` lists them, as a table and as JSON lines.
+    for args in (["log"], ["log", "--json"]):
+        screen = shown_at_a_terminal(args, env, tmp_path)
+        assert "system-overview" in screen
+        assert reached(screen) == [], screen
 
     # The chat: the tool the LLM chose and its parameters, shown before the call.
     chat = example_chat("http://127.0.0.1:1", skills=False)

@@ -9,7 +9,6 @@ run. RUN is a path, a name in the transcript folder, or a unique part of one (it
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from kosmos.fleet.results import (
     table,
 )
 from kosmos.frontends.console import Console
-from kosmos.frontends.render import TextRenderer
+from kosmos.frontends.render import TextRenderer, json_line
 from kosmos.transcript import read_transcript
 
 FLEET_JSON = "fleet.json"
@@ -210,7 +209,7 @@ def _list(c: Console, transcript_dir: Path, limit: int, *, json_out: bool) -> in
     entries = [_entry(p) for p in recent_runs(transcript_dir)[:limit]]
     if json_out:
         for entry in entries:
-            c.say(json.dumps(entry.as_json(), ensure_ascii=False))
+            c.say(json_line(entry.as_json(), screen=c.is_tty(c.out)))
         return 0
     if not entries:
         c.say(f"no runs in {transcript_dir} yet", stream=c.err)
@@ -232,7 +231,7 @@ def _show_file(c: Console, path: Path, *, json_out: bool) -> int:
     events = read_transcript(path)
     if json_out:
         for event in events:
-            c.say(json.dumps(dump(event), ensure_ascii=False))
+            c.say(json_line(dump(event), screen=c.is_tty(c.out)))
         return 0
     render = LogRenderer(c)
     for event in events:
@@ -248,7 +247,7 @@ def _show_fleet(c: Console, run_dir: Path, *, json_out: bool) -> int:
             "--host NAME"
         )
     if json_out:
-        c.say(json.dumps(dump(result), ensure_ascii=False))
+        c.say(json_line(dump(result), screen=c.is_tty(c.out)))
         return 0
     title = f"▶ {visible(result.skill or '?', one_line=True)} on {len(result.hosts)} hosts"
     c.say(c.style(title + (f" · shard {result.shard}" if result.shard else ""), "1"))

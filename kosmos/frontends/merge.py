@@ -27,6 +27,7 @@ from kosmos.errors import UsageError
 from kosmos.events import RunFinished, dump
 from kosmos.fleet.results import FleetFinished, fleet_result, reason_lines, summary_lines
 from kosmos.frontends.console import Console
+from kosmos.frontends.render import json_line
 from kosmos.seal import verify_document, verify_file
 from kosmos.transcript import open_regular, read_transcript
 
@@ -172,7 +173,7 @@ def merge_command(directories: Sequence[Path], *, json_out: bool, key: bytes | N
     result = merge_results(directories, key)
     console = Console(out=sys.stdout, err=sys.stderr)
     if json_out:
-        print(json.dumps(dump(result), ensure_ascii=False), flush=True)
+        print(json_line(dump(result), screen=sys.stdout.isatty()), flush=True)
     else:
         replayed = any(h.mode != "llm" for h in result.hosts)
         for line in [*summary_lines(result, canary=replayed), *reason_lines(result)]:

@@ -268,7 +268,8 @@ class JsonRenderer:
         if isinstance(event, CommandFinished):
             # The raw output (up to 1 MiB) stays in the transcript; --json carries what the LLM saw.
             data.pop("output", None)
-        self.console.put(self.out, json_line(data, screen=self.console.is_tty(self.out)))
+        line = json_line(data, screen=self.console.is_tty(self.out))
+        self.console.put(self.out, line + "\n")
 
 
 def json_line(data: Any, *, screen: bool) -> str:
@@ -276,8 +277,8 @@ def json_line(data: Any, *, screen: bool) -> str:
     printable ASCII is written as an escape: a JSON string keeps C1 controls, DEL, bidi
     overrides and invisible marks as they are, and a terminal would obey or hide them."""
     if not screen:
-        return json.dumps(data, ensure_ascii=False) + "\n"
-    return json.dumps(data).replace("\x7f", "\\u007f") + "\n"
+        return json.dumps(data, ensure_ascii=False)
+    return json.dumps(data).replace("\x7f", "\\u007f")
 
 
 def _count(n: int, noun: str) -> str:
