@@ -125,7 +125,8 @@ class ChatFrontend:
 
     async def _read(self) -> str | None:
         try:
-            return await self.console.ask(self.console.style("> ", "1"))
+            # The next message may be typed while the agent works: it is kept.
+            return await self.console.ask(self.console.style("> ", "1"), fresh=False)
         except EndOfInput:
             return None
 

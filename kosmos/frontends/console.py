@@ -186,8 +186,17 @@ class Console:
 
     # -- reading -----------------------------------------------------------------------
 
-    async def ask(self, prompt: str, *, prefill: str | None = None, secret: bool = False) -> str:
-        """One line from the operator, read in a daemon thread so Ctrl-C can still end the run."""
+    async def ask(
+        self,
+        prompt: str,
+        *,
+        prefill: str | None = None,
+        secret: bool = False,
+        fresh: bool = True,
+    ) -> str:
+        """One line from the operator, read in a daemon thread so Ctrl-C can still end the run.
+        `fresh`: a question (approval, [ASK], a host key, a password) forgets the keys typed
+        before it was shown; the chat's own line (`fresh=False`) keeps what was typed ahead."""
         self.stop_spinner()
         self.drain()
         loop = asyncio.get_running_loop()
@@ -202,7 +211,8 @@ class Console:
                 future.set_result(value)
 
         def read() -> None:
-            self._discard_typed_ahead()
+            if fresh:
+                self._discard_typed_ahead()
             try:
                 value: str | BaseException = (
                     self._read_secret(prompt) if secret else self._read_line(prompt, prefill)
