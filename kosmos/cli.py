@@ -42,7 +42,7 @@ def _settings(args: argparse.Namespace, *, llm: bool = True) -> Settings:
         env=os.environ,
         cwd=Path.cwd(),
         home=Path.home(),
-        config_path=getattr(args, "config", None),
+        configs=getattr(args, "config", None) or (),
         resolve_key=llm,
     )
     notice = key_notice(settings.api_key_from) if llm else None

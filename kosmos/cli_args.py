@@ -86,10 +86,19 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
         help="how the LLM answers each step: tags (default), json, tools "
         "(function calling), auto (tools where the provider can, else tags)",
     )
+    _config_flag(p)
+
+
+def _config_flag(p: argparse.ArgumentParser, *, shown: bool = True) -> None:
     p.add_argument(
         "--config",
         type=Path,
-        help="config file instead of ./kosmos.yaml and ~/.config/kosmos/config.yaml",
+        action="append",
+        metavar="FILE",
+        help="a config file layered over ~/.config/kosmos/config.yaml and ./kosmos.yaml "
+        "(repeatable: each over the one before)"
+        if shown
+        else argparse.SUPPRESS,
     )
 
 
@@ -351,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--host", default=None, metavar="TARGET", help=host_help)
         _skills_dir_flag(p)
-        p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+        _config_flag(p, shown=False)
 
     hosts = sub.add_parser(
         "hosts",
@@ -363,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="connect to each in parallel: reachability, auth, OS and latency",
     )
-    hosts.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    _config_flag(hosts, shown=False)
 
     mcp = sub.add_parser(
         "mcp",
@@ -430,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument(
         "-n", "--limit", type=_positive_int, default=20, help="runs to list (default 20)"
     )
-    log.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    _config_flag(log, shown=False)
     # The innermost subcommand given is the one whose usage an unknown flag shows (`parse`).
     for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge, log):
         command.set_defaults(command_parser=command)
