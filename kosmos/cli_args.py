@@ -440,8 +440,24 @@ def build_parser() -> argparse.ArgumentParser:
         "-n", "--limit", type=_positive_int, default=20, help="runs to list (default 20)"
     )
     _config_flag(log, shown=False)
+    config = sub.add_parser(
+        "config",
+        help="show the merged settings, and with --show-origin where each came from",
+        description="Show the settings a run would use, merged from the defaults, "
+        "~/.config/kosmos/config.yaml, ./kosmos.yaml, each --config, the environment and "
+        "flags (secrets shown as ****).",
+    )
+    config.add_argument(
+        "--show-origin",
+        action="store_true",
+        help="say where each value came from: default, a file, env NAME or --flag",
+    )
+    config.add_argument(
+        "--json", action="store_true", help="one JSON object: the settings and their origins"
+    )
+    _llm_flags(config)
     # The innermost subcommand given is the one whose usage an unknown flag shows (`parse`).
-    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge, log):
+    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge, log, config):
         command.set_defaults(command_parser=command)
     return parser
 

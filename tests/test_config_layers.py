@@ -3,6 +3,7 @@ each --config in order < environment < flags, mappings merged key by key."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,62 @@ def test_an_unreachable_llm_names_the_layer_that_set_its_url(
     assert proc.returncode == 5
     error = next(line for line in proc.stderr.splitlines() if line.startswith("kosmos:"))
     assert f"base_url in {user}" in error and str(extra) not in error
+
+
+def origins_shown(stdout: str) -> dict[str, tuple[str, str]]:
+    """`kosmos config --show-origin`'s lines as key -> (origin, value)."""
+    found = {}
+    for line in stdout.splitlines():
+        origin, setting = line.rsplit("  ", 1)
+        key, value = setting.split("=", 1)
+        found[key] = (origin.strip(), value)
+    return found
+
+
+def test_kosmos_config_shows_each_value_and_where_it_came_from(
+    env: dict[str, str], home: Path, project: Path, tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    user = home / ".config" / "kosmos" / "config.yaml"
+    (project / "kosmos.yaml").write_text("model: from-project\nhosts:\n  web1:\n    policy: ask\n")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("hosts:\n  web1:\n    lock_ports: [443]\nmax_steps: 7\n")
+    args = ["config", "--show-origin", "--config", str(extra), "--protocol", "json"]
+    proc = run_cli(args, env={**env, "AI_MODEL": "from-env"}, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    shown = origins_shown(proc.stdout)
+    assert shown["base_url"] == (str(user), llm.base_url)
+    assert shown["llm_retries"] == (str(user), "0")
+    assert shown["hosts.web1.policy"] == (str(project / "kosmos.yaml"), "ask")
+    assert shown["hosts.web1.lock_ports"] == (str(extra), "[443]")
+    assert shown["max_steps"] == (str(extra), "7")
+    assert shown["model"] == ("env AI_MODEL", "from-env")
+    assert shown["protocol"] == ("--protocol", "json")
+    assert shown["temperature"] == ("default", "0.3")
+    # Without --show-origin: the same settings, one key=value a line.
+    proc = run_cli(["config", "--config", str(extra)], env=env, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "model=from-project" in proc.stdout.splitlines()
+    assert "max_steps=7" in proc.stdout.splitlines()
+
+
+def test_kosmos_config_never_shows_a_key(
+    env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    (project / "kosmos.yaml").write_text(
+        "providers:\n  openai:\n    api_key: sk-from-the-file-0123456789\n"
+        "chat:\n  tools:\n    - name: search\n      description: Search\n"
+        "      base_url: http://user:pw-in-the-url-42@127.0.0.1:1\n      path: /search\n"
+    )
+    env = {**env, "KOSMOS_API_KEY": "sk-from-the-env-9876543210", "KOSMOS_SEAL_KEY": "seal-0042"}
+    for extra in ([], ["--show-origin"], ["--json"], ["--json", "--show-origin"]):
+        proc = run_cli(["config", *extra], env=env, cwd=project)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout + proc.stderr
+        for secret in ("sk-from-the-file", "sk-from-the-env", "pw-in-the-url-42", "seal-0042"):
+            assert secret not in out, (extra, secret)
+        assert "****" in proc.stdout
+    data = json.loads(proc.stdout)
+    assert data["settings"]["api_key"] == "****"
+    assert data["settings"]["providers"]["openai"]["api_key"] == "****"
+    assert data["origins"]["api_key"] == "env KOSMOS_API_KEY"
+    assert data["origins"]["seal_key"] == "env KOSMOS_SEAL_KEY"
