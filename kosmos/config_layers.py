@@ -76,8 +76,32 @@ def read_layers(paths: Sequence[Path], read: Any, origins: dict[Key, Origin]) ->
     """The files `paths`, each read by `read` (one file's mapping), layered in order."""
     merged: dict[str, Any] = {}
     for path in paths:
-        layer(merged, read(path), origins, path)
+        data = read(path)
+        _one_key_source(merged, data, origins)
+        layer(merged, data, origins, path)
     return merged
+
+
+def _one_key_source(
+    merged: dict[str, Any], data: Mapping[str, Any], origins: dict[Key, Origin]
+) -> None:
+    """A file that says where the API key comes from replaces what the files before it said
+    (its api_key_file over their api_key_command), at the top level or in a provider's
+    section; only one file naming two sources is an error (`load_settings`)."""
+    places: list[tuple[Key, dict[str, Any], Mapping[str, Any]]] = [((), merged, data)]
+    sections = data.get("providers")
+    below = merged.get("providers")
+    for name, section in sections.items() if isinstance(sections, dict) else ():
+        if isinstance(below, dict) and isinstance(below.get(name), dict):
+            below = merged["providers"] = dict(below)
+            below[name] = dict(below[name])
+            places.append((("providers", str(name)), below[name], section))
+    for prefix, lower, over in places:
+        if isinstance(over, dict) and any(over.get(k) is not None for k in KEY_SOURCES):
+            for key in KEY_SOURCES:
+                if key not in over and key in lower:
+                    del lower[key]
+                    forget(origins, (*prefix, key))
 
 
 def provider_section(

@@ -173,3 +173,26 @@ def test_kosmos_config_never_shows_a_key(
     assert data["settings"]["providers"]["openai"]["api_key"] == "****"
     assert data["origins"]["api_key"] == "env KOSMOS_API_KEY"
     assert data["origins"]["seal_key"] == "env KOSMOS_SEAL_KEY"
+
+
+def test_a_later_file_that_names_the_keys_source_replaces_the_earlier_ones(
+    llm: ScriptedLLM, env: dict[str, str], home: Path, project: Path, tmp_path: Path
+) -> None:
+    user = home / ".config" / "kosmos" / "config.yaml"
+    user.write_text(f"base_url: {llm.base_url}\napi_key_command: echo key-from-the-command\n")
+    key_file = tmp_path / "key"
+    key_file.write_text("key-from-the-file\n")
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(f"api_key_file: {key_file}\n")
+    model_sent(llm, ["--config", str(extra)], env, project)
+    assert llm.requests[-1].headers["authorization"] == "Bearer key-from-the-file"
+    model_sent(llm, [], env, project)
+    assert llm.requests[-1].headers["authorization"] == "Bearer key-from-the-command"
+    # Two sources in one file are still one too many, and the error names that file.
+    extra.write_text(f"api_key_file: {key_file}\napi_key_command: echo again\n")
+    proc = run_cli([*RUN, "--config", str(extra)], env=env, cwd=project)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"kosmos: api_key_file and api_key_command in {extra}: the API key comes from one "
+        "of them; keep one"
+    )
