@@ -196,3 +196,16 @@ def test_a_later_file_that_names_the_keys_source_replaces_the_earlier_ones(
         f"kosmos: api_key_file and api_key_command in {extra}: the API key comes from one "
         "of them; keep one"
     )
+
+
+def test_the_users_config_is_found_under_xdg_config_home(
+    env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    xdg = tmp_path / "xdg"
+    (xdg / "kosmos").mkdir(parents=True)
+    (xdg / "kosmos" / "config.yaml").write_text("max_steps: 9\n")
+    proc = run_cli(
+        ["config", "--show-origin"], env={**env, "XDG_CONFIG_HOME": str(xdg)}, cwd=project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert origins_shown(proc.stdout)["max_steps"] == (str(xdg / "kosmos" / "config.yaml"), "9")
