@@ -16,6 +16,7 @@ from kosmos.hosts.environment import hide_keys
 
 if TYPE_CHECKING:
     from kosmos.config import Settings
+    from kosmos.config_layers import Key, Origin
 
 __all__ = ["build_parser", "main"]
 
@@ -31,9 +32,12 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _settings(args: argparse.Namespace, *, llm: bool = True) -> Settings:
+def _settings(
+    args: argparse.Namespace, *, llm: bool = True, origins: dict[Key, Origin] | None = None
+) -> Settings:
     """The settings, resolved once. `llm`: the command talks to the LLM, so its key is read
-    (api_key_file, api_key_command), and a key found in the environment is said once."""
+    (api_key_file, api_key_command), and a key found in the environment is said once.
+    `origins` receives where each value came from."""
     from kosmos.config import load_settings
     from kosmos.config_keys import key_notice
 
@@ -42,8 +46,9 @@ def _settings(args: argparse.Namespace, *, llm: bool = True) -> Settings:
         env=os.environ,
         cwd=Path.cwd(),
         home=Path.home(),
-        config_path=getattr(args, "config", None),
+        configs=getattr(args, "config", None) or (),
         resolve_key=llm,
+        origins=origins,
     )
     notice = key_notice(settings.api_key_from) if llm else None
     if notice:
@@ -242,6 +247,15 @@ def _cmd_log(args: argparse.Namespace) -> int:
     return log_command(directory, args.run, host=args.host, json_out=args.json, limit=args.limit)
 
 
+def _cmd_config(args: argparse.Namespace) -> int:
+    from kosmos.frontends.config_view import config_command
+
+    # No key command is run and no key file read only to show where they are named.
+    origins: dict[Key, Origin] = {}
+    settings = _settings(args, llm=False, origins=origins)
+    return config_command(settings, origins, show_origin=args.show_origin, json_out=args.json)
+
+
 def _output_closed() -> int:
     """The reader of stdout (or stderr) went away (`kosmos skills list | head -1`): exit
     quietly with 141, as a program that SIGPIPE ends does."""
@@ -310,6 +324,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return merge_command(args.dirs, json_out=args.json, key=key)
         if args.command == "log":
             return _cmd_log(args)
+        if args.command == "config":
+            return _cmd_config(args)
     except KosmosError as e:
         from kosmos.engine.guard import visible
 

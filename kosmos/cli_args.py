@@ -86,10 +86,19 @@ def _llm_flags(p: argparse.ArgumentParser) -> None:
         help="how the LLM answers each step: tags (default), json, tools "
         "(function calling), auto (tools where the provider can, else tags)",
     )
+    _config_flag(p)
+
+
+def _config_flag(p: argparse.ArgumentParser, *, shown: bool = True) -> None:
     p.add_argument(
         "--config",
         type=Path,
-        help="config file instead of ./kosmos.yaml and ~/.config/kosmos/config.yaml",
+        action="append",
+        metavar="FILE",
+        help="a config file layered over ~/.config/kosmos/config.yaml and ./kosmos.yaml "
+        "(repeatable: each over the one before)"
+        if shown
+        else argparse.SUPPRESS,
     )
 
 
@@ -351,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--host", default=None, metavar="TARGET", help=host_help)
         _skills_dir_flag(p)
-        p.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+        _config_flag(p, shown=False)
 
     hosts = sub.add_parser(
         "hosts",
@@ -363,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="connect to each in parallel: reachability, auth, OS and latency",
     )
-    hosts.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    _config_flag(hosts, shown=False)
 
     mcp = sub.add_parser(
         "mcp",
@@ -430,9 +439,25 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument(
         "-n", "--limit", type=_positive_int, default=20, help="runs to list (default 20)"
     )
-    log.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    _config_flag(log, shown=False)
+    config = sub.add_parser(
+        "config",
+        help="show the merged settings, and with --show-origin where each came from",
+        description="Show the settings a run would use, merged from the defaults, "
+        "~/.config/kosmos/config.yaml, ./kosmos.yaml, each --config, the environment and "
+        "flags (secrets shown as ****).",
+    )
+    config.add_argument(
+        "--show-origin",
+        action="store_true",
+        help="say where each value came from: default, a file, env NAME or --flag",
+    )
+    config.add_argument(
+        "--json", action="store_true", help="one JSON object: the settings and their origins"
+    )
+    _llm_flags(config)
     # The innermost subcommand given is the one whose usage an unknown flag shows (`parse`).
-    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge, log):
+    for command in (run, tui, chat, skills, sl, ss, hosts, mcp, fleet_cmd, merge, log, config):
         command.set_defaults(command_parser=command)
     return parser
 

@@ -1,9 +1,9 @@
-"""Settings, resolved once at the edge: flags > environment > config file > defaults."""
+"""Settings, resolved once at the edge: flags > environment > config files > defaults."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
@@ -15,6 +15,16 @@ from msgspec import Meta, Struct
 from msgspec.structs import replace
 
 from kosmos.config_keys import KEY_SOURCES, key_from, read_key_file
+from kosmos.config_layers import (
+    Key,
+    Origin,
+    file_of,
+    file_url_source,
+    forget,
+    given_files,
+    provider_section,
+    read_layers,
+)
 from kosmos.config_words import invalid, struct_fields, unknown_key
 from kosmos.errors import ConfigError, validation_problem
 from kosmos.memory import DEFAULT_FOLDER
@@ -335,110 +345,70 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _provider_section(merged: dict[str, Any], provider: str) -> None:
-    """Fill base_url, api_key and model from `providers.<provider>`, else that provider's defaults.
-
-    The `providers` section wins over the top-level keys of the files, which apply only to the
-    provider the files name (openai unless they say otherwise); environment and flags are
-    applied after this and win over both.
-    """
-    if merged.get("provider", "openai") != provider:
-        # Top-level keys belong to the file's own provider; another one starts from its section.
-        for key in ("base_url", "model", *KEY_SOURCES):
-            merged.pop(key, None)
-    section = (merged.get("providers") or {}).get(provider) or {}
-    if not isinstance(section, dict):
-        return
-    if any(section.get(key) is not None for key in KEY_SOURCES):
-        # The section's key, from wherever it says, wins over the top level's.
-        for key in KEY_SOURCES:
-            merged.pop(key, None)
-            if section.get(key) is not None:
-                merged[key] = section[key]
-    defaults = PROVIDER_DEFAULTS.get(provider, {})
-    for key in ("base_url", "api_key", "model"):
-        if section.get(key) is not None:
-            merged[key] = section[key]
-        elif key not in merged and key in defaults:
-            merged[key] = defaults[key]
-
-
-def _file_url_source(merged: dict[str, Any], file_of: dict[str, Path], provider: str) -> str | None:
-    """Which key of which file sets the provider's base URL (as `_provider_section` will
-    pick it), or None when no file does."""
-    section = (merged.get("providers") or {}).get(provider)
-    if isinstance(section, dict) and section.get("base_url") is not None:
-        return f"providers.{provider}.base_url in {file_of['providers']}"
-    if "base_url" in file_of and merged.get("provider", "openai") == provider:
-        return f"base_url in {file_of['base_url']}"
-    return None
-
-
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     *,
     env: Mapping[str, str],
     cwd: Path,
     home: Path,
-    config_path: Path | None = None,
+    configs: Sequence[Path] = (),
     resolve_key: bool = True,
+    origins: dict[Key, Origin] | None = None,
 ) -> Settings:
-    """Merge flags > environment > config file(s) > defaults into one frozen Settings.
+    """Layer defaults < the user's and the project's config files < each of `configs` (the
+    `--config` files, in order) < environment < flags into one frozen Settings.
 
     `flags` holds only the options the user actually gave (None values are ignored).
     `resolve_key`: read api_key_file or run api_key_command (a command that talks to no LLM
-    need not).
+    need not). `origins`, when given, receives where each value came from (absent: default).
     """
-    merged: dict[str, Any] = {}
-    # The file each top-level key was last set by.
-    file_of: dict[str, Path] = {}
-    if config_path is not None:
-        if not config_path.is_file():
-            raise ConfigError(f"{config_path}: config file not found; check --config")
-        paths = [config_path]
-    else:
-        paths = [path for path in config_paths(cwd, env, home) if path.is_file()]
-    for path in paths:
-        data = read_config_file(path)
-        merged.update(data)
-        file_of.update(dict.fromkeys(data, path))
+    origins = {} if origins is None else origins
+    paths = [path for path in config_paths(cwd, env, home) if path.is_file()]
+    merged = read_layers([*paths, *given_files(configs)], read_config_file, origins)
 
     provider = (flags or {}).get("provider") or merged.get("provider") or "openai"
-    url_from = _file_url_source(merged, file_of, provider)
-    _provider_section(merged, provider)
+    url_from = file_url_source(merged, origins, provider)
+    provider_section(merged, provider, origins, PROVIDER_DEFAULTS)
     from_env: dict[str, Any] = {}
     for url_env in ENV_BASE_URLS.get(provider, ()):
         if env.get(url_env):
             from_env["base_url"] = env[url_env]
             url_from = url_env
+            origins[("base_url",)] = f"env {url_env}"
             break
     if env.get(ENV_MODEL):
         from_env["model"] = env[ENV_MODEL]
+        origins[("model",)] = f"env {ENV_MODEL}"
     key_from = None
     for name in ENV_API_KEYS.get(provider, ()):
         if env.get(name):
             from_env["api_key"] = env[name]
             key_from = name
+            origins[("api_key",)] = f"env {name}"
             for key in KEY_SOURCES[1:]:  # the environment wins: nothing else is run or read
                 merged.pop(key, None)
+                forget(origins, (key,))
             break
     given = [key for key in KEY_SOURCES if merged.get(key) is not None and key not in from_env]
     if len(given) > 1:
-        where = file_of.get(given[0]) or file_of.get("providers") or "the config file"
+        where = file_of(origins, (given[0],)) or "the config file"
         raise ConfigError(
             f"{' and '.join(given)} in {where}: the API key comes from one of them; keep one"
         )
     if "seal_key" in merged:
         raise ConfigError(
-            f"seal_key in {file_of.get('seal_key', 'a config file')}: a key is not kept in a "
-            "config file; set KOSMOS_SEAL_KEY, or name a file with seal_key_file"
+            f"seal_key in {file_of(origins, ('seal_key',)) or 'a config file'}: a key is not "
+            "kept in a config file; set KOSMOS_SEAL_KEY, or name a file with seal_key_file"
         )
-    if env.get(ENV_SEAL_KEY_FILE):
-        from_env["seal_key_file"] = env[ENV_SEAL_KEY_FILE]
-    if env.get(ENV_SEAL_KEY):
-        from_env["seal_key"] = env[ENV_SEAL_KEY]
+    for name, key in ((ENV_SEAL_KEY_FILE, "seal_key_file"), (ENV_SEAL_KEY, "seal_key")):
+        if env.get(name):
+            from_env[key] = env[name]
+            origins[(key,)] = f"env {name}"
     merged.update(from_env)
-    merged.update({k: v for k, v in (flags or {}).items() if v is not None})
+    for key, value in (flags or {}).items():
+        if value is not None:
+            merged[key] = value
+            origins[(key,)] = f"--{key.replace('_', '-')}"
     if (flags or {}).get("base_url") is not None:
         url_from = "--base-url"
     if url_from is not None and url_from in ("--base-url", url_env):
@@ -460,12 +430,12 @@ def load_settings(
     if settings.seal_key is None and settings.seal_key_file is not None:
         settings = replace(settings, seal_key=_read_seal_key(settings.seal_key_file.expanduser()))
     if resolve_key:
-        settings = _resolved_key(settings, env, cwd, file_of)
+        settings = _resolved_key(settings, env, cwd, origins)
     return settings
 
 
 def _resolved_key(
-    settings: Settings, env: Mapping[str, str], cwd: Path, file_of: dict[str, Path]
+    settings: Settings, env: Mapping[str, str], cwd: Path, origins: dict[Key, Origin]
 ) -> Settings:
     """Settings whose api_key is read from api_key_file or printed by api_key_command."""
     if settings.api_key is not None:
@@ -475,9 +445,10 @@ def _resolved_key(
         getattr(section, key) is not None for key in KEY_SOURCES
     )
     if in_section:
-        prefix, source = f"providers.{settings.provider}.", file_of.get("providers")
+        prefix = f"providers.{settings.provider}."
+        source = file_of(origins, *((("providers", settings.provider, k)) for k in KEY_SOURCES))
     else:
-        prefix, source = "", file_of.get("api_key_file") or file_of.get("api_key_command")
+        prefix, source = "", file_of(origins, ("api_key_file",), ("api_key_command",))
     key = key_from(
         settings.api_key_file, settings.api_key_command, prefix, source, env=env, cwd=cwd
     )
