@@ -129,27 +129,34 @@ class Sshd:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _ensure_user(name: str, home: Path) -> None:
+def _ensure_user(name: str, home: Path, login: str = "/bin/sh") -> None:
     try:
         pwd.getpwnam(name)
     except KeyError:
         subprocess.run(
-            ["useradd", "-M", "-d", str(home), "-s", "/bin/sh", name],
+            ["useradd", "-M", "-d", str(home), "-s", login, name],
             check=True,
             capture_output=True,
         )
     else:
-        subprocess.run(["usermod", "-d", str(home), name], check=True, capture_output=True)
+        subprocess.run(
+            ["usermod", "-d", str(home), "-s", login, name], check=True, capture_output=True
+        )
     subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
 
 
 def start_sshd(
-    worker: str, *, certificates: bool = False, bare: bool = False, extra_config: str = ""
+    worker: str,
+    *,
+    certificates: bool = False,
+    bare: bool = False,
+    extra_config: str = "",
+    login: str = "/bin/sh",
 ) -> Sshd:
     """Start sshd for this test worker; raises SshdUnavailable when it cannot run here.
 
     `bare`: no sftp subsystem (and every variable accepted); `extra_config`: more sshd_config
-    lines (`SetEnv PATH=...` for a host with other programs).
+    lines (`SetEnv PATH=...` for a host with other programs); `login`: the user's login shell.
     """
     if os.geteuid() != 0:
         raise SshdUnavailable("the sshd tests need root (they add a test user)")
@@ -165,7 +172,7 @@ def start_sshd(
     user = f"{kind}-{os.getpid()}-{worker}"[:32]
     remote_home = root / "home"
     (remote_home / ".ssh").mkdir(parents=True)
-    _ensure_user(user, remote_home)
+    _ensure_user(user, remote_home, login)
     uid = pwd.getpwnam(user).pw_uid
     host_key = keygen(root / "host_ed25519")
     client_key = keygen(root / "client_ed25519")

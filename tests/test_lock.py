@@ -91,10 +91,13 @@ class Host:
         return await self.runner.run(f"cd '{where}' && {command}", timeout=20, lock=lock)
 
 
-def _sshd(request: pytest.FixtureRequest, tag: str, path: Path) -> Iterator[Sshd]:
+def _sshd(
+    request: pytest.FixtureRequest, tag: str, path: Path | None, login: str = "/bin/sh"
+) -> Iterator[Sshd]:
     worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
+    extra = f"SetEnv PATH={path}\n" if path is not None else ""
     try:
-        server = start_sshd(f"{worker}{tag}", extra_config=f"SetEnv PATH={path}\n")
+        server = start_sshd(f"{worker}{tag}", extra_config=extra, login=login)
     except SshdUnavailable as e:
         if os.environ.get("KOSMOS_REQUIRE_SSHD") == "1":
             pytest.fail(f"KOSMOS_REQUIRE_SSHD=1 but sshd cannot run: {e}")
@@ -133,6 +136,27 @@ def bare_sshd(request: pytest.FixtureRequest, bins: Path) -> Iterator[Sshd]:
     yield from _sshd(request, "n", bin_without(bins, "perl", "python"))
 
 
+@pytest.fixture(scope="module")
+def tcsh_sshd(request: pytest.FixtureRequest) -> Iterator[Sshd]:
+    """An sshd whose user's login shell is tcsh (which reads `!` and a newline in quotes its own
+    way): kosmos runs commands there under bash, inside the lock as anywhere."""
+    yield from _sshd(request, "c", None, login=need("tcsh", "tcsh"))
+
+
+@pytest.fixture(scope="module")
+def tcsh_python_sshd(request: pytest.FixtureRequest, bins: Path) -> Iterator[Sshd]:
+    """The same with no perl on PATH: the lock's prelude is python3's, in the command line."""
+    yield from _sshd(request, "cp", bin_without(bins, "perl"), login=need("tcsh", "tcsh"))
+
+
+SSH_HOSTS = {
+    "ssh-bash": "sshd",
+    "ssh-dash": "dash_sshd",
+    "ssh-tcsh-bash": "tcsh_sshd",
+    "ssh-tcsh-bash-python3": "tcsh_python_sshd",
+}
+
+
 async def _ssh(server: Sshd, home: Path, lock: LockConfig | None = None) -> SSHRunner:
     write_client_home(home, server)
     runner = SSHRunner(parse_target("box"), connect_timeout=10, lock=lock)
@@ -147,9 +171,7 @@ def _local(tmp_path: Path, path: str | None = None, lock: LockConfig | None = No
     return Host("local", LocalRunner(cwd=tmp_path, env=env, lock=lock), tmp_path)
 
 
-@pytest.fixture(
-    params=["local-bash-perl", "local-dash-perl", "local-bash-python3", "ssh-bash", "ssh-dash"]
-)
+@pytest.fixture(params=["local-bash-perl", "local-dash-perl", "local-bash-python3", *SSH_HOSTS])
 async def host(
     request: pytest.FixtureRequest, tmp_path: Path, bins: Path, ssh_home: Path
 ) -> AsyncIterator[Host]:
@@ -166,7 +188,7 @@ async def host(
         local.label = kind
         yield local
         return
-    server: Sshd = request.getfixturevalue("sshd" if kind == "ssh-bash" else "dash_sshd")
+    server: Sshd = request.getfixturevalue(SSH_HOSTS[kind])
     runner = await _ssh(server, ssh_home)
     try:
         yield Host(kind, runner, server.remote_home, pwd.getpwnam(server.user).pw_uid)
@@ -177,9 +199,11 @@ async def host(
 
 async def test_the_host_is_learnt_and_named(host: Host) -> None:
     status = await _learnt(host.runner)
-    shell, _, via = host.label.partition("-")[2].partition("-")
+    # the label names the dialect commands run in and, where not perl, the prelude's language
+    shell = "bash" if "bash" in host.label else "dash"
+    via = "python3" if "python3" in host.label else "perl"
     assert status.held and status.full and status.abi >= 6
-    assert status.interpreter == (via or "perl")
+    assert status.interpreter == via
     assert status.describe() == f"held (Landlock ABI {status.abi}, seccomp)"
     result = await host.run("echo $BASH_VERSION", host.home, Lock())
     assert result.locked and result.exit_code == 0

@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import shutil
+import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,10 +30,10 @@ from kosmos.hosts.runner import Lock
 from kosmos.prompts import Prompts
 from kosmos.safety import assess
 from tests.conftest import run_cli
-from tests.helpers import ScriptOperator, run_session
+from tests.helpers import ScriptOperator, need, run_session
 from tests.llmserver import ScriptedLLM
 from tests.lockkit import bin_without, make_scratch, state
-from tests.sshd import Sshd
+from tests.sshd import Sshd, SshdUnavailable, start_sshd, write_client_home
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or os.geteuid() != 0, reason="the lock's tests run as root on Linux"
@@ -341,6 +345,52 @@ def test_kosmos_run_over_ssh_changes_nothing(
         assert "Permission denied" in llm.requests[1].last_user_text
 
 
+@pytest.fixture(scope="module")
+def tcsh_remote(request: pytest.FixtureRequest) -> Iterator[Sshd]:
+    """An sshd whose user logs in to tcsh, which reads `!` and newlines in quotes its own way."""
+    tcsh = need("tcsh", "tcsh")
+    worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
+    try:
+        server = start_sshd(f"{worker}c", login=tcsh)
+    except SshdUnavailable as e:
+        if os.environ.get("KOSMOS_REQUIRE_SSHD") == "1":
+            pytest.fail(f"KOSMOS_REQUIRE_SSHD=1 but sshd cannot run: {e}")
+        pytest.skip(str(e))
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.root, ignore_errors=True)
+
+
+def test_a_tcsh_login_gets_the_lock(
+    llm: ScriptedLLM, cli_env: dict, home: Path, tcsh_remote: Sshd, tmp_path: Path
+) -> None:
+    """The issue's tcsh host said nothing of its lock, and reads ran without one."""
+    write_client_home(home, tcsh_remote)
+    env = {k: v for k, v in cli_env.items() if k != "SSH_AUTH_SOCK"}
+    where = make_scratch(tcsh_remote.remote_home / "work", pwd.getpwnam(tcsh_remote.user).pw_uid)
+    before = state(where)
+    commands = [*WRITES, *MISJUDGED, "echo 'a!b'", "cat F"]
+    llm.script(*(f"[CMD] cd {where} && {c}" for c in commands), "[DONE] ok")
+    proc = run_cli(
+        ["run", "probe", "--host", "box", "--non-interactive", "--json", "--policy", "locked"],
+        env=env,
+        cwd=_skill_dir(tmp_path),
+    )
+    after = state(where)
+    tcsh_remote.clean_remote()
+    assert proc.returncode == 0, proc.stderr
+    assert after == before
+    events = _events(proc.stdout)
+    assert events[0]["lock"] == "held (Landlock ABI 7, seccomp)"
+    ran = [e for e in events if e["type"] == "command_finished"]
+    assert len(ran) == len(commands) and all(e["locked"] for e in ran)
+    assert "Permission denied" in llm.requests[1].last_user_text
+    assert "a!b" in llm.requests[-2].last_user_text
+    assert "canary F" in llm.requests[-1].last_user_text
+
+
 def _skill_dir(tmp_path: Path) -> Path:
     path = tmp_path / "cwd"
     (path / ".kosmos/skills/probe").mkdir(parents=True)
@@ -348,6 +398,91 @@ def _skill_dir(tmp_path: Path) -> Path:
         "---\nname: probe\ndescription: look\n---\nLook around.\n"
     )
     return path
+
+
+class _Recorder:
+    """A loopback HTTP server that records every byte each connection sends."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                    conn.settimeout(0.3)
+                    data += conn.recv(65536)  # what was sent behind the first request
+                except OSError:
+                    pass
+                self.received.append(data)
+
+
+@pytest.fixture
+def recorder() -> Iterator[_Recorder]:
+    server = _Recorder()
+    try:
+        yield server
+    finally:
+        server.sock.close()
+
+
+def test_a_request_smuggled_in_a_header_is_refused_and_never_sent(
+    llm: ScriptedLLM, cli_env: dict, project: Path, recorder: _Recorder
+) -> None:
+    """The issue's curl: under read-only, on a port the lock allows, the second request in
+    the header is never sent; the plain GET after it is (the port was open all along)."""
+    port = recorder.port
+    (project / "kosmos.yaml").write_text(f"hosts:\n  local:\n    lock_ports: [{port}]\n")
+    url = f"http://127.0.0.1:{port}"
+    smuggled = [
+        f"curl -s -H $'X-A: 1\\r\\n\\r\\nPOST /api/delete HTTP/1.1\\r\\nX-B: 2' {url}/",
+        f"curl -s -A $'k\\r\\n\\r\\nPOST /api/delete HTTP/1.1' {url}/",
+        f"wget -qO- --header=$'X-A: 1\\r\\n\\r\\nPOST /api/delete HTTP/1.1' {url}/",
+        f"curl -s --doh-url {url}/api/delete http://example.com/",
+    ]
+    llm.script(*(f"[CMD] {c}" for c in smuggled), f"[CMD] curl -s {url}/ok", "[DONE] ok")
+    proc = run_cli(
+        ["run", "probe", "--non-interactive", "--json", "--policy", "read-only"],
+        env=cli_env,
+        cwd=project,
+    )
+    assert proc.returncode == 0, proc.stderr
+    events = _events(proc.stdout)
+    decided = {e["command"]: e for e in events if e["type"] == "command_decision"}
+    for command in smuggled:
+        assert decided[command]["decision"] == "refused", decided[command]
+    assert decided[f"curl -s {url}/ok"]["decision"] == "run"
+    assert [r.split(b"\r\n")[0] for r in recorder.received] == [b"GET /ok HTTP/1.1"]
+    assert not any(b"/api/delete" in r for r in recorder.received), recorder.received
+
+
+async def test_the_socket_exception_is_given_only_to_a_line_of_service_reads() -> None:
+    gate = _gate(HELD, "read-only")
+    for command, sockets in (
+        ("systemctl status ssh | grep Active", True),
+        ("ss -s; curl -s http://127.0.0.1/", False),
+        ("ss -s; openssl s_client -connect 127.0.0.1:443 </dev/null", False),
+    ):
+        verdict = assess(command, "bash")
+        decision = await gate.judge(
+            1, command, verdict.verdict, verdict.reason, service=verdict.service
+        )
+        assert (decision.action, decision.lock) == ("run", Lock(sockets=sockets)), command
 
 
 def test_config_pins_a_host_to_locked_and_names_the_lock_in_the_header(

@@ -11,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from kosmos.safety.option_tables import OPTION_VALUES
-from tests.optprobe import mismatches
+from kosmos.safety.option_tables import EXACT_FLAGS, OPTION_VALUES
+from kosmos.safety.options import opts
+from kosmos.safety.shell import Word
+from tests.optprobe import long_options, mismatches
 from tests.shelljudge import ShellJudge
 
 # How each table's program is asked: its argv, then what makes it list its options.
@@ -71,3 +73,36 @@ def test_the_option_tables_agree_with_the_programs(judge: ShellJudge) -> None:
     with ThreadPoolExecutor(8) as pool:
         found = [m for ms in pool.map(ask, programs) for m in ms]
     assert found == [], "\n".join(found)
+
+
+@pytest.mark.corpus
+def test_every_flag_named_like_the_start_of_a_value_option_is_listed(judge: ShellJudge) -> None:
+    """`curl --head URL`: a flag whose name starts a value-taking option's (`--header`) is
+    the flag when given whole; were it missing from EXACT_FLAGS, the parser would read it as
+    that option abbreviated, and take the URL for its value."""
+    found = []
+    for key, prog, help_args in _programs():
+        long = OPTION_VALUES[key][1]
+        names = long_options(lambda argv: judge.output(argv, place="flags"), prog, *help_args)
+        flags = {n for n in names if n not in long and any(v.startswith(n) for v in long)}
+        found += [f"{key}: --{f}" for f in sorted(flags - set(EXACT_FLAGS.get(key, ())))]
+    assert found == [], "\n".join(found)
+
+
+def _words(*texts: str) -> list[Word]:
+    return [Word(t, t) for t in texts]
+
+
+def test_a_long_option_given_whole_is_that_option() -> None:
+    head = opts("curl", _words("--head", "gopher://x/"))
+    assert [w.text for w in head.operands] == ["gopher://x/"]
+    assert not head.has("--header")
+    cookie = opts("curl", _words("--cookie", "a=b", "http://x/"))
+    assert [w.text for w in cookie.values("--cookie")] == ["a=b"]
+    assert not cookie.has("--cookie-jar")
+
+
+def test_an_abbreviation_still_names_its_option() -> None:
+    assert opts("wget", _words("--post-d=x", "http://x/")).has("--post-data")
+    assert opts("curl", _words("--cookie-j", "F", "http://x/")).values("--cookie-jar")
+    assert [w.text for w in opts("curl", _words("--doh-u", "u", "h")).values("--doh-url")] == ["u"]

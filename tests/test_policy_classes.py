@@ -75,6 +75,117 @@ def test_the_reason_names_the_rule(command: str, reason: str) -> None:
     assert assess(command, "bash").reason == reason
 
 
+# Writes that look like reads, on the ports the lock allows (80 and 443 by default): a second
+# request smuggled in a header's line break, a body, another method, DNS over https, what
+# s_client reads on its stdin. Each with the start of its reason, in the spellings curl 7 and
+# wget 1.21 accept: joined, abbreviated (both take an unambiguous prefix), `=` (wget only).
+ON_ALLOWED_PORTS = [
+    ("curl -H $'X-A: 1\\r\\n\\r\\nPOST /x HTTP/1.1' http://127.0.0.1/", "curl -H $'X-A: 1"),
+    ("curl -H$'X-A: 1\\r\\nY: 2' http://127.0.0.1/", "curl -H $'X-A"),
+    ("curl -HX-A:1$'\\n'POST http://127.0.0.1/", "curl -H X-A:1$'\\n'POST: a line break"),
+    # curl knows no `--option=value` (it refuses to run): a write all the same
+    ("curl --header=$'X\\nY' http://127.0.0.1/", "curl --header $'X\\nY': a line break"),
+    ("curl --head=$'X\\nY' http://127.0.0.1/", "curl $'X\\nY': a line break"),
+    ("curl -H 'X: 1\nPOST /x HTTP/1.1' http://127.0.0.1/", "curl -H 'X: 1\\nPOST"),
+    ("curl -A $'a\\r\\nX: y' http://127.0.0.1/", "curl -A"),
+    ("curl --user-agent $'a\\r\\nX: y' http://127.0.0.1/", "curl --user-agent"),
+    ("curl -e $'a\\r\\nX: y' http://127.0.0.1/", "curl -e"),
+    ("curl --referer $'a\\nX: y' http://127.0.0.1/", "curl --referer"),
+    ("curl --request-target $'/ HTTP/1.1\\r\\nX: y' http://127.0.0.1/", "curl --request-target"),
+    ("curl -b $'a=b\\r\\nX: y' http://127.0.0.1/", "curl -b"),
+    ("curl --cookie $'a=b\\r\\nX: y' http://127.0.0.1/", "curl --cookie"),
+    ("curl --proxy-header $'X\\r\\nY' -x http://127.0.0.1 http://x/", "curl --proxy-header"),
+    ("curl -u $'a\\r\\nX: y' http://127.0.0.1/", "curl -u"),
+    ("curl --oauth2-bearer $'t\\r\\nX: y' http://127.0.0.1/", "curl --oauth2-bearer"),
+    ("curl -r $'0-1\\r\\nX: y' http://127.0.0.1/", "curl -r"),
+    ("curl --connect-to $'a\\nb' http://127.0.0.1/", "curl $'a\\nb': a line break"),
+    ('h=x; curl -H "X: $h" http://127.0.0.1/', 'curl -H "X: $h": a header built at run time'),
+    ('curl -H "X: $(cat F)" http://127.0.0.1/', "curl -H"),
+    ("curl -H @F http://127.0.0.1/", "curl -H @F: reads header lines from a file"),
+    ("curl -H @- http://127.0.0.1/ <<< 'X: 1'", "curl -H @-: reads header lines"),
+    ("curl -H 'Content-Length: 40' http://127.0.0.1/ http://127.0.0.1/x", "curl -H"),
+    ("curl -H 'transfer-encoding: chunked' http://127.0.0.1/", "curl -H"),
+    ("curl -H 'X-HTTP-Method-Override: DELETE' http://127.0.0.1/", "curl -H"),
+    ("curl --doh-url https://127.0.0.1/api/delete http://example.com/", "curl --doh-url POSTs"),
+    ("curl --doh-u https://127.0.0.1/api/delete http://example.com/", "curl --doh-url POSTs"),
+    ("curl -d x http://127.0.0.1/", "curl -d sends a body"),
+    ("curl -dx http://127.0.0.1/", "curl -d sends a body"),
+    ("curl --data-raw x http://127.0.0.1/", "curl -d sends a body"),
+    ("curl --data-b x http://127.0.0.1/", "curl -d sends a body"),
+    ("curl --data-urlencode x http://127.0.0.1/", "curl -d sends a body"),
+    ("curl -G -d a=b http://127.0.0.1/", "curl -d sends a body"),
+    ("curl -F a=b http://127.0.0.1/", "curl -F sends a form"),
+    ("curl --form-string a=b http://127.0.0.1/", "curl -F sends a form"),
+    ("curl --json '{}' http://127.0.0.1/", "curl --json sends a body"),
+    ("curl -T F http://127.0.0.1/", "curl -T uploads a file"),
+    ("curl --upload-f F http://127.0.0.1/", "curl -T uploads a file"),
+    ("curl -X DELETE http://127.0.0.1/", "curl -X DELETE changes"),
+    ("curl -XDELETE http://127.0.0.1/", "curl -X DELETE changes"),
+    ("curl --request=PUT http://127.0.0.1/", "curl -X PUT changes"),
+    ("curl --req PATCH http://127.0.0.1/", "curl -X PATCH changes"),
+    ('m=GET; curl -X "$m" http://127.0.0.1/', 'curl -X "$m" changes'),
+    ("wget -qO- --header $'X: 1\\r\\nY' http://127.0.0.1/", "wget --header $'X: 1"),
+    ("wget -qO- --header=$'X: 1\\r\\nY' http://127.0.0.1/", "wget --header"),
+    ("wget -qO- --head=$'X\\nY' http://127.0.0.1/", "wget --header"),
+    ("wget -qO- --referer=$'a\\nX: y' http://127.0.0.1/", "wget --referer"),
+    ("wget -qO- --user-agent $'a\\nX: y' http://127.0.0.1/", "wget --user-agent"),
+    ("wget -qO- -U $'a\\nX: y' http://127.0.0.1/", "wget -U"),
+    ("wget -qO- -U$'a\\nX: y' http://127.0.0.1/", "wget -U"),
+    ("wget -qO- --user $'a\\nX: y' http://127.0.0.1/", "wget --user"),
+    ("wget -qO- --header 'Content-Length: 9' http://127.0.0.1/", "wget --header"),
+    ("wget -qO- --post-data=x http://127.0.0.1/", "wget --post-data sends a body"),
+    ("wget -qO- --post-d=x http://127.0.0.1/", "wget --post-data sends a body"),
+    ("wget -qO- --post-file F http://127.0.0.1/", "wget --post-data sends a body"),
+    ("wget -qO- --body-data x --method=PUT http://127.0.0.1/", "wget --body-data sends"),
+    ("wget -qO- --body-f F http://127.0.0.1/", "wget --body-data sends"),
+    ("wget -qO- --method=DELETE http://127.0.0.1/", "wget --method DELETE changes"),
+    ("wget -qO- --meth DELETE http://127.0.0.1/", "wget --method DELETE changes"),
+    ("wget -qO- host:path", "wget host:path: only http and https URLs"),
+    ("echo 'GET /x' | openssl s_client -quiet -connect 127.0.0.1:443", "openssl s_client sends"),
+    ("openssl s_client -connect 127.0.0.1:443 <<< 'GET /x'", "openssl s_client sends"),
+    ("openssl s_client -connect 127.0.0.1:443 < F", "openssl s_client sends"),
+    ("openssl s_client -connect 127.0.0.1:443 </dev/null <F", "openssl s_client sends"),
+    ("echo x | openssl s_client -connect 127.0.0.1:443", "openssl s_client sends"),
+    ("openssl s_client -unix /run/x.sock </dev/null", "openssl s_client -unix"),
+]
+# What stays a read on those ports.
+STILL_READS = [
+    "curl -H 'X-A: 1' http://127.0.0.1/",
+    "curl -HX-A:1 http://127.0.0.1/",
+    "curl -H $'X-A: 1' http://127.0.0.1/",
+    "curl -H 'Host: example.com' -A kosmos -e http://x/ http://127.0.0.1/",
+    "curl --cookie a=b http://127.0.0.1/",
+    "curl -u admin:x http://127.0.0.1/",
+    "curl -I http://127.0.0.1/",
+    "curl -sIL http://127.0.0.1/",
+    "curl --head http://127.0.0.1/",
+    "curl -X GET http://127.0.0.1/",
+    "curl -X HEAD http://127.0.0.1/",
+    "curl --request-target /x http://127.0.0.1/",
+    "curl -s -o /dev/null -w $'%{http_code}\\n' http://127.0.0.1/",
+    "curl -G --url-query a=b http://127.0.0.1/",
+    "wget -qO- --header 'X-A: 1' -U kosmos --referer http://x/ http://127.0.0.1/",
+    "wget --spider --method=HEAD http://127.0.0.1/",
+    "wget -qO- 127.0.0.1:8080/x",
+    "openssl s_client -connect 127.0.0.1:443 </dev/null",
+    "echo | openssl s_client -connect 127.0.0.1:443 2>/dev/null | openssl x509 -noout -dates",
+    "echo Q | timeout 5 openssl s_client -connect 127.0.0.1:443",
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), ON_ALLOWED_PORTS)
+def test_writes_on_the_allowed_ports(command: str, reason: str) -> None:
+    for dialect in ("bash", "sh", None):
+        assert assess(command, dialect).verdict == "write", (dialect, assess(command, dialect))
+    assert assess(command, "bash").reason.startswith(reason), assess(command, "bash").reason
+
+
+@pytest.mark.parametrize("command", STILL_READS)
+def test_reads_on_the_allowed_ports_stay_reads(command: str) -> None:
+    result = assess(command, "bash")
+    assert result.verdict == "read_only", result.reason
+
+
 SED_SCRIPTS = [
     ":a;w F",
     ":a w F",

@@ -28,7 +28,15 @@ from kosmos.hosts.sshlib import asyncssh
 
 from kosmos.hosts.lock import LEARN_TIMEOUT
 from kosmos.hosts.runner import CommandResult, Lock, OnOutput, OutputBuffer, StreamDecoder
-from kosmos.hosts.wrapper import GRACE_S, MARK, MARK_OWN, command_items, kill_script, parse_mark
+from kosmos.hosts.wrapper import (
+    GRACE_S,
+    MARK,
+    MARK_OWN,
+    command_items,
+    kill_script,
+    login_line,
+    parse_mark,
+)
 
 if TYPE_CHECKING:
     from kosmos.hosts.connect import Link
@@ -324,7 +332,9 @@ class Serving:
             self.server = None
             remote = " ".join(shlex.quote(word) for word in runner.host_lock.serve_words())
             try:
-                server, _ = await LockServer.start(conn, "exec " + remote, timeout=timeout)
+                server, _ = await LockServer.start(
+                    conn, login_line("exec " + remote, runner.login), timeout=timeout
+                )
             except (asyncssh.Error, OSError, TimeoutError, NotStarted):
                 return None  # the command's own session says what is wrong
             return self._keep(server, link)
@@ -350,10 +360,9 @@ class Serving:
             conn = await runner._conn(epoch)
             link = runner._link
             script = f"{MARK_OWN}; {kit.probe_script(os_line=ask_os, serve=True)}"
+            remote = login_line("exec sh -c " + shlex.quote(script), runner.login)
             try:
-                server, lines = await LockServer.start(
-                    conn, "exec sh -c " + shlex.quote(script), timeout=timeout
-                )
+                server, lines = await LockServer.start(conn, remote, timeout=timeout)
             except (asyncssh.Error, OSError):
                 return  # the connection is going: what runs next says so
             except NotStarted:

@@ -161,6 +161,33 @@ def watch_items(*, mark: bool, feed: bool, command: str | None = None) -> list[s
     return items
 
 
+# Login shells of the csh family read `!` as a history event even inside single quotes, and
+# under `-c` too (tcsh: "Event not found"), and refuse a newline inside quotes ("Unmatched
+# '"): the prelude's source has both, and so may a command.
+CSH_SHELLS = frozenset({"csh", "tcsh"})
+_SH_DECODES = 'exec sh -c \'eval "$(printf %b "$1")"\' sh '
+
+
+def login_line(line: str, login: str | None) -> str:
+    r"""`line`, a POSIX sh command line for sshd to hand to the login shell, as that shell is
+    to read it: unchanged where the login shell is known to read it as sh does; where it is a
+    csh, or not known yet, and the line holds a `!` or a newline, handed to sh in a form with
+    neither: printf's %b escapes, in octal for the backslash, the single quote and `!`, `\n`
+    for the newline. That form every login shell passes on as it is: fish reads only `\\` and
+    `\'` inside single quotes, csh only a backslash before `!` or a newline."""
+    if login is not None and login not in CSH_SHELLS:
+        return line
+    if "!" not in line and "\n" not in line:
+        return line
+    encoded = (
+        line.replace("\\", "\\0134")
+        .replace("'", "\\0047")
+        .replace("!", "\\0041")
+        .replace("\n", "\\n")
+    )
+    return f"{_SH_DECODES}'{encoded}'"
+
+
 def remote_command(
     command: str,
     *,
@@ -184,7 +211,25 @@ def remote_command(
     no policy reads and which takes no stdin and no lock: sh runs it, in a third less of the
     host's CPU than bash, and its marker still says whether the host's commands will run in
     bash. (A login bash whose dialect is bash runs it itself, as it runs a command.)
+
+    A csh login shell gets the line in a form it passes on unread (`login_line`).
     """
+    line = _remote_line(
+        command, login=login, dialect=dialect, feed=feed, lock=lock, watched=watched, own=own
+    )
+    return login_line(line, login)
+
+
+def _remote_line(
+    command: str,
+    *,
+    login: str | None,
+    dialect: Shell | None,
+    feed: bool,
+    lock: Sequence[str] | None,
+    watched: bool,
+    own: bool,
+) -> str:
     if lock is not None and watched:
         return "exec " + " ".join(shlex.quote(word) for word in (*lock, command))
     own_in_sh = own and (login, dialect) != ("bash", "bash")

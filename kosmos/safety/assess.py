@@ -56,7 +56,14 @@ Judgement calls:
   would take for ftp, dict...); SOCKS proxies, `--unix-socket`, `wget -i`, `/dev/tcp` and
   `/dev/udp` redirections (even `<`), `openssl s_client -starttls/-proxy` and DNS queries
   to a port other than 53 are writes. An http GET may still reach a local service: it is a
-  read by this rule. A `<` from a path built at run time is not followed (it sends nothing).
+  read by this rule, but only a GET: a body or another method (`-d`, `-F`, `--json`, `-T`,
+  `-X`, `wget --post-data`, `--method`), `curl --doh-url` (which POSTs), a CR or LF in a
+  header or any other word curl or wget sends (`$'...'` decoded), a header value built at run
+  time or read from a file, a `Content-Length` or method-override header, `openssl s_client
+  -unix`, and s_client fed anything but `</dev/null` or a bare `echo |` on stdin are writes.
+  The service mark holds for a whole line only where each program is a service read or opens
+  no socket of its own (`catalogue.NO_SOCKETS`). A `<` from a path built at run time is not
+  followed (it sends nothing).
 * `jobs -x`, `wait -p` into a risky name, `unset` of a name that changes what runs (PATH,
   IFS...), a `test` operator built at run time and `${#a[sub]}` are writes. `unset -f f`
   is not: the walk forgets the function, and a later `f` is judged as the program.

@@ -122,6 +122,27 @@ SERVICE_READS = name_set(
 )
 
 
+# Programs that, as the policy lets them run, open no unix or netlink socket of their own
+# choosing: text filters, file and process readers, shell builtins (at most the C library's
+# fixed name lookups, NSS and nscd, go through one). The socket exception that a service read
+# gets (`Assessment.service`) holds for the whole command line, so it is given only when every
+# program in it is a service read or one of these: `ss -s; curl -s http://127.0.0.1/` does not
+# get it (were curl's `--unix-socket` not a write itself), `systemctl status x | grep y` does.
+NO_SOCKETS = name_set(
+    """
+    ls cat head tail grep egrep fgrep wc cut tr sort uniq sed awk jq column nl tac rev fold
+    fmt paste join expand unexpand comm diff cmp base64 hexdump od strings xxd md5sum sha1sum
+    sha224sum sha256sum sha384sum sha512sum b2sum cksum sum stat readlink realpath basename
+    dirname echo printf true false seq sleep expr tee find xargs ps pgrep pidof netstat df
+    du free uptime uname nproc date arch tty pwd wait test [ : cd pushd popd dirs shift exit
+    return break continue read mapfile readarray set shopt declare typeset local readonly
+    export unset let getopts hash jobs alias type which command env printenv id whoami groups
+    getent hostname who w users last logname lsblk findmnt lscpu lsmem lspci lsusb lsmod
+    vmstat iostat mpstat
+    """
+) | {"(( ))"}
+
+
 # Tools that only read when asked for their version: name -> the flags that do that.
 VERSION_ONLY = {
     "python": ("--version", "-V", "-VV"),
@@ -288,6 +309,61 @@ CRICTL_READ = name_set(
 KUBECTL_SECRETS = name_set("secret secrets")
 
 
+# What makes curl or wget more than a GET: each option, with the reason the verdict gives.
+# Long options match by prefix (both programs take an unambiguous abbreviation: curl 7 and
+# wget's getopt_long), so `--post-d=x` and `--doh-u` are these too.
+CURL_SENDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("-d", "--data", "--data-ascii", "--data-binary", "--data-raw", "--data-urlencode"),
+        "curl -d sends a body (a POST)",
+    ),
+    (("-F", "--form", "--form-string"), "curl -F sends a form (a POST)"),
+    (("--json",), "curl --json sends a body (a POST)"),
+    (("-T", "--upload-file"), "curl -T uploads a file (a PUT)"),
+    # DNS over https: every name curl looks up is POSTed to this URL, which may be any
+    # local service's (`--doh-url https://127.0.0.1/api/delete`).
+    (("--doh-url",), "curl --doh-url POSTs its DNS queries to a URL"),
+)
+WGET_SENDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("--post-data", "--post-file"), "wget --post-data sends a body (a POST)"),
+    (("--body-data", "--body-file"), "wget --body-data sends a body"),
+)
+# Methods that only fetch: `-X`/`--request` and `--method` with another one change things.
+FETCH_METHODS = frozenset({"GET", "HEAD"})
+
+# Options whose values curl and wget write into the request's header lines (the request
+# line for --request-target) as given: a CR or LF there ends the header and starts another
+# one, or a whole second request on the same connection (`-H $'X: 1\r\n\r\nPOST /x ...'`).
+# So such a value must be written out in the command, with no expansion whose text is known
+# only at run time, and with no line break; curl's `@FILE` (header lines from a file, or
+# stdin) is refused for the same reason. A CR or LF in any other word they get is a write
+# too, but for curl -w's format, which curl only prints.
+CURL_HEADER_OPTIONS = (
+    "-H", "--header", "--proxy-header",  # whole header lines
+    "-A", "--user-agent", "-e", "--referer",  # User-Agent, Referer
+    "--request-target",  # the request line's target
+    "-b", "--cookie",  # Cookie (a value with no `=` names a cookie file, parsed by curl)
+    "-u", "--user", "--proxy-user",  # base64 in Authorization, but not for every scheme
+    "--oauth2-bearer",  # Authorization: Bearer, as given
+    "-r", "--range",  # Range: bytes=, as given
+    "--url-query",  # into the request line; `+` skips curl's encoding
+    "--aws-sigv4",  # its provider names make header names
+)  # fmt: skip
+CURL_PRINT_ONLY = ("-w", "--write-out")
+WGET_HEADER_OPTIONS = (
+    "--header", "--referer", "-U", "--user-agent",
+    "--user", "--password", "--http-user", "--http-password",  # Authorization (Basic)
+    "--proxy-user", "--proxy-password",  # Proxy-Authorization
+)  # fmt: skip
+# Headers that make a GET carry a body or count as another method: a server that honours
+# Content-Length or Transfer-Encoding reads the next request on the connection as the body,
+# and method overrides (Rails, Laravel, Express's method-override, ASP.NET) turn a GET into a
+# DELETE or a PUT.
+BODY_HEADERS = name_set(
+    "content-length transfer-encoding x-http-method-override x-http-method x-method-override"
+)
+
+
 OPENSSL_READ = name_set(
     "x509 s_client version verify crl asn1parse ciphers dgst list errstr pkcs7 rand req"
 )
@@ -295,10 +371,12 @@ OPENSSL_READ = name_set(
 
 # Options of openssl's reading subcommands that write a file (-out, the session, the key
 # log, the random seed, a CA serial) or send more than a TLS handshake (-starttls speaks
-# the protocol first, -proxy sends an http CONNECT), or read a config that loads code.
+# the protocol first, -proxy sends an http CONNECT, -unix talks to a local service's
+# socket, as curl --unix-socket does), or read a config that loads code. What s_client reads
+# on its standard input it sends on: a read needs `</dev/null` (`walk`).
 OPENSSL_WRITES = name_set(
     "-out -keyout -writerand -CAcreateserial -CAserial -sess_out -keylogfile -msgfile "
-    "-starttls -proxy -config -ssl_config -outdir"
+    "-starttls -proxy -unix -config -ssl_config -outdir"
 )
 
 

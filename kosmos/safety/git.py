@@ -16,7 +16,7 @@ from kosmos.safety.catalogue import (
     GIT_SAFE_CONFIG,
     GIT_WRITING_OPTIONS,
 )
-from kosmos.safety.option_tables import OPTION_VALUES
+from kosmos.safety.option_tables import EXACT_FLAGS, OPTION_VALUES
 from kosmos.safety.options import Opts, split_words, texts_of
 from kosmos.safety.shell import Word
 
@@ -61,7 +61,7 @@ def _r_git(args: list[Word]) -> str | None:
 
 def _opts(sub: str, rest: Sequence[Word]) -> Opts:
     short_arg, long_arg = OPTION_VALUES.get(f"git {sub}", ("", ()))
-    return Opts(rest, short_arg, long_arg)
+    return Opts(rest, short_arg, long_arg, flags=EXACT_FLAGS.get(f"git {sub}", ()))
 
 
 def _only(o: Opts, shorts: str, longs: Sequence[str]) -> str | None:

@@ -439,3 +439,58 @@ class Lexer:
             raise ShellSyntaxError("here-document inside a substitution without its body")
         self.pos = child.pos
         return script
+
+
+# -- the value of bash's $'...' quoting --------------------------------------------------------
+
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.DOTALL)
+_ANSI_ESCAPE = re.compile(
+    r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+    r"|U([0-9A-Fa-f]{1,8})|c(.)|(.))",
+    re.DOTALL,
+)
+_SIMPLE_ESCAPES = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
+def _ansi_c(body: str) -> str:
+    """The text bash makes of the inside of $'...' (its escapes, as `man bash` lists them)."""
+
+    def one(m: re.Match[str]) -> str:
+        simple, octal, hex2, u4, u8, ctrl, other = m.groups()
+        if simple is not None:
+            return _SIMPLE_ESCAPES[simple]
+        for digits, base in ((octal, 8), (hex2, 16), (u4, 16), (u8, 16)):
+            if digits is not None:
+                code = int(digits, base) & (0xFF if base == 8 else 0x10FFFF)
+                return chr(code) if code < 0xD800 or code > 0xDFFF else "\ufffd"
+        if ctrl is not None:
+            return chr(ord(ctrl) & 0x1F)
+        return "\\" + other
+
+    return _ANSI_ESCAPE.sub(one, body).split("\0")[0]  # bash ends the word at a NUL
+
+
+def known_text(word: Word) -> str | None:
+    """A word's value where the shell's only expansion in it is bash's $'...' quoting (which
+    the lexer keeps as written and marks non-literal: `\\x` escapes can spell any name), or
+    its text when literal; None when some part is known only at run time. Where the text
+    cannot be split into plain parts and $'...' parts with certainty, also None."""
+    if word.literal:
+        return word.text
+    if word.subs or word.params or word.arith or word.glob or word.brace or word.tilde:
+        return None
+    parts: list[str] = []
+    pos = 0
+    for m in _ANSI_C.finditer(word.text):
+        plain = word.text[pos : m.start()]
+        if any(c in plain for c in "$`'\\"):
+            return None
+        parts += [plain, _ansi_c(m.group(1))]
+        pos = m.end()
+    tail = word.text[pos:]
+    if any(c in tail for c in "$`'\\"):
+        return None
+    return "".join([*parts, tail])

@@ -5,7 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kosmos.safety.catalogue import IP_OBJECTS, OPENSSL_READ, OPENSSL_WRITES
+from kosmos.safety.catalogue import (
+    BODY_HEADERS,
+    CURL_HEADER_OPTIONS,
+    CURL_PRINT_ONLY,
+    CURL_SENDS,
+    FETCH_METHODS,
+    IP_OBJECTS,
+    OPENSSL_READ,
+    OPENSSL_WRITES,
+    WGET_HEADER_OPTIONS,
+    WGET_SENDS,
+)
+from kosmos.safety.lexer import known_text
 from kosmos.safety.options import Opts, opts, texts_of
 from kosmos.safety.shell import Word
 
@@ -57,19 +69,22 @@ def _r_curl(args: list[Word]) -> str | None:
     o = opts("curl", args)
     if o.has("--engine"):
         return "curl --engine loads code"
-    if any("%output{" in v.text for v in o.values("-w", "--write-out")):
-        return "curl -w %output{...} writes a file"
+    for form in o.values("-w", "--write-out"):
+        text = known_text(form)
+        if text is None:
+            return f"curl -w {_shown(form)}: a format built at run time may hold %output{{...}}"
+        if "%output{" in text:
+            return "curl -w %output{...} writes a file"
     if any(v.text not in ("-", "/dev/null") for v in o.values("-o", "--output")):
         return "curl -o writes a file"
     if o.has("-O", "--remote-name", "--remote-name-all", "-J", "--output-dir"):
         return "curl -O writes a file"
-    if o.has("-T", "--upload-file"):
-        return "curl -T uploads a file"
-    if o.has("-d", "-F", "--json") or any(g.startswith(("data", "form")) for g in o.longs()):
-        return "curl sends data (-d/-F)"
-    for method in o.values("-X", "--request"):
-        if method.text.upper() not in ("GET", "HEAD"):
-            return f"curl -X {method.text} changes a remote resource"
+    reason = _sends("curl", o, CURL_SENDS, ("-X", "--request"))
+    if reason:
+        return reason
+    reason = _headers("curl", o, CURL_HEADER_OPTIONS, CURL_PRINT_ONLY)
+    if reason:
+        return reason
     if o.has("-K", "--config", "-Q", "--quote"):
         return "curl -K/-Q runs extra instructions"
     for option in ("-c", "--cookie-jar", "-D", "--dump-header", "--trace", "--trace-ascii"):
@@ -78,6 +93,59 @@ def _r_curl(args: list[Word]) -> str | None:
     if o.has("--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc", "--ssl-sessions"):
         return "this curl option writes a file"
     return _curl_reach(o)
+
+
+def _sends(
+    tool: str, o: Opts, sends: tuple[tuple[tuple[str, ...], str], ...], method: tuple[str, ...]
+) -> str | None:
+    """Why `tool` sends a body or a method other than GET and HEAD, or None."""
+    for names, reason in sends:
+        if o.has(*names):
+            return reason
+    for word in o.values(*method):
+        if word.text.upper() not in FETCH_METHODS or not word.literal:
+            return f"{tool} {method[0]} {_shown(word)} changes a remote resource"
+    return None
+
+
+def _headers(
+    tool: str, o: Opts, header: tuple[str, ...], print_only: tuple[str, ...]
+) -> str | None:
+    """Why what `tool` writes into the request's header lines may be more than one header:
+    a line break in any word it sends (also one spelled in $'...'), a header value known only
+    at run time or read from a file, or a header that gives a GET a body or another method."""
+    for option in header:
+        for value in o.values(option):
+            why = _header_value(tool, option, value)
+            if why:
+                return f"{tool} {option} {_shown(value)}: {why}"
+    shown = {id(v) for v in o.values(*print_only)}
+    given = [v for _, v in (*o.short, *o.long) if v is not None] + o.operands
+    for word in given:
+        text = known_text(word) if id(word) not in shown else None
+        if text is not None and ("\r" in text or "\n" in text):
+            return f"{tool} {_shown(word)}: a line break in what it sends may start another request"
+    return None
+
+
+def _shown(word: Word) -> str:
+    """A word as written, on one line and short enough for a verdict's reason."""
+    text = word.raw.replace("\r", "\\r").replace("\n", "\\n")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _header_value(tool: str, option: str, value: Word) -> str | None:
+    text = known_text(value)
+    if text is None:
+        return "a header built at run time may hold a line break"
+    if "\r" in text or "\n" in text:
+        return "a line break in a header starts another one"
+    if tool == "curl" and text.startswith("@"):
+        return "reads header lines from a file"
+    name = text.partition(":")[0].strip().lower()
+    if option.lstrip("-") in ("H", "header", "proxy-header") and name in BODY_HEADERS:
+        return "that header gives a GET a body or another method"
+    return None
 
 
 # curl takes a URL without a scheme whose host starts so for that protocol, else http.
@@ -106,6 +174,16 @@ def _curl_reach(o: Opts) -> str | None:
     return None
 
 
+def _ftp_short(url: str) -> bool:
+    """Whether wget takes a URL without a scheme for ftp: `host:path` is ftp://host/path
+    unless what follows the colon is a port (wget's rewrite_shorthand_url)."""
+    m = re.search(r"[:/]", url)
+    if m is None or m.start() == 0 or m.group() == "/":
+        return False
+    port = re.match(r"[0-9]+(?:/|\Z)", url[m.end() :])
+    return port is None
+
+
 def _http(url: str) -> bool:
     return url.lower().startswith(("http://", "https://"))
 
@@ -124,15 +202,16 @@ def _r_wget(args: list[Word]) -> str | None:
         return "wget -e runs wgetrc commands"
     if o.has("-r", "--recursive", "-m", "--mirror", "-p", "--page-requisites"):
         return "wget -r saves files"
-    if o.has("--post-data", "--post-file", "--body-data", "--body-file"):
-        return "wget sends data"
-    if any(m.text.upper() not in ("GET", "HEAD") for m in o.values("--method")):
-        return "wget --method changes a remote resource"
+    reason = _sends("wget", o, WGET_SENDS, ("--method",)) or _headers(
+        "wget", o, WGET_HEADER_OPTIONS, ()
+    )
+    if reason:
+        return reason
     if o.has("-i", "--input-file"):
         return "wget -i reads its URLs from a file: only http and https URLs are reads"
     for url in o.operands:
-        if not _http(url.text) and ("://" in url.text or not url.literal):
-            return f"wget {url.raw}: only http and https URLs are reads"
+        if not _http(url.text) and ("://" in url.text or not url.literal or _ftp_short(url.text)):
+            return f"wget {_shown(url)}: only http and https URLs are reads"
     if o.has("--spider"):
         return None
     outputs = o.values("-O", "--output-document")

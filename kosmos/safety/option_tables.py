@@ -11,6 +11,11 @@ reads a value for.
 name -> (short options that take a value, long options that take a value). Options whose
 value is optional (`--color[=WHEN]`, `sed -i[SUFFIX]`) take it only when attached, so they
 are not listed. A key with a space is a subcommand: `git stash`.
+
+A long option given whole is that option, never an abbreviation of a longer one (getopt_long,
+curl 7 and git's parse-options all take an exact name first). For the names in the first
+table that is known; `EXACT_FLAGS` lists the plain flags whose names start a value-taking
+option's name (`curl --head` is -I, not an abbreviated `--header` that eats the URL).
 """
 
 from __future__ import annotations
@@ -246,4 +251,16 @@ OPTION_VALUES: dict[str, OptionTable] = {
     "git remote": ("", ()),
     "git submodule": ("", ()),
     "git worktree list": ("", ("expire",)),
+}
+
+
+# name -> long flags (no value) whose names begin a value-taking option of the same table:
+# given whole, they are the flag, and the next word is an operand (`curl --head URL`).
+EXACT_FLAGS: dict[str, tuple[str, ...]] = {
+    "curl": split_words("crlf ftp-ssl-ccc head netrc parallel socks5-gssapi ssl"),
+    "docker": ("tls",),
+    "dpkg": ("status", "verify"),
+    "journalctl": ("user", "verify"),
+    "git log": ("decorate",),
+    "git show": ("decorate",),
 }

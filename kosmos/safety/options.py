@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from kosmos.safety.option_tables import OPTION_VALUES
+from kosmos.safety.option_tables import EXACT_FLAGS, OPTION_VALUES
 from kosmos.safety.shell import Word
 
 __all__ = ["Opts", "name_set", "opts", "split_words", "texts_of"]
@@ -27,8 +27,11 @@ class Opts:
     """A command's options and operands, read the way getopt_long reads them.
 
     `short_arg` lists the short options that take a value, `long_arg` the long ones; a long
-    option may be abbreviated, as GNU tools allow (`--in-pl` is `--in-place`). With
-    `stop=True`, the first operand ends the options (wrappers: what follows is a command).
+    option may be abbreviated, as GNU tools allow (`--in-pl` is `--in-place`), but a name
+    given whole is that option, as getopt_long and curl read it: `--cookie` is not an
+    abbreviation of `--cookie-jar`, nor the flag `--head` one of `--header` (`flags` lists
+    such flags, `option_tables.EXACT_FLAGS`). With `stop=True`, the first operand ends the
+    options (wrappers: what follows is a command).
 
     `computed` is the first word whose options the shell only knows at run time: `-$x`,
     `--$x=F`, `-n$x` (unless n takes a value), and, where options may still follow, a word
@@ -42,7 +45,10 @@ class Opts:
         long_arg: Sequence[str] = (),
         *,
         stop: bool = False,
+        flags: Sequence[str] = (),
     ) -> None:
+        # Long names that are options in their own right, never abbreviations of another.
+        self.exact = frozenset((*long_arg, *flags))
         self.short: list[tuple[str, Word | None]] = []
         self.long: list[tuple[str, Word | None]] = []
         self.operands: list[Word] = []
@@ -62,7 +68,7 @@ class Opts:
                     self._computed(word)
                 elif eq:
                     self.long.append((name, Word(value, value, literal=word.literal)))
-                elif any(n.startswith(name) for n in long_arg) and i + 1 < len(args):
+                elif self._takes_value(name, long_arg) and i + 1 < len(args):
                     self.long.append((name, args[i + 1]))
                     i += 1
                 else:
@@ -93,13 +99,23 @@ class Opts:
                 self.operands.append(word)
             i += 1
 
+    def _takes_value(self, name: str, long_arg: Sequence[str]) -> bool:
+        if name in self.exact:
+            return name in long_arg
+        return any(n.startswith(name) for n in long_arg)
+
     def _computed(self, word: Word) -> None:
         if self.computed is None:
             self.computed = word
 
     def _hit(self, name: str) -> list[Word | None]:
         if name.startswith("--"):
-            return [v for given, v in self.long if given and name[2:].startswith(given)]
+            whole = name[2:]
+            return [
+                v
+                for given, v in self.long
+                if given == whole or (given and given not in self.exact and whole.startswith(given))
+            ]
         return [v for given, v in self.short if given == name[1]]
 
     def has(self, *names: str) -> bool:
@@ -124,7 +140,7 @@ def _computed(word: Word, head: str) -> bool:
 def opts(name: str, args: Sequence[Word], *, stop: bool = False) -> Opts:
     """`args` read with the option table of the program (or subcommand) `name`."""
     short_arg, long_arg = OPTION_VALUES[name]
-    return Opts(args, short_arg, long_arg, stop=stop)
+    return Opts(args, short_arg, long_arg, stop=stop, flags=EXACT_FLAGS.get(name, ()))
 
 
 def texts_of(words: Sequence[Word]) -> list[str]:

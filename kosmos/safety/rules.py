@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from kosmos.safety import git, network, system
 from kosmos.safety.catalogue import ALWAYS, SERVICE_READS, VERSION_ONLY
 from kosmos.safety.embedded import awk_writes, sed_writes
-from kosmos.safety.option_tables import OPTION_VALUES
+from kosmos.safety.option_tables import EXACT_FLAGS, OPTION_VALUES
 from kosmos.safety.options import Opts, opts, split_words, texts_of
 from kosmos.safety.queries import risky_assignment
 from kosmos.safety.shell import Word
@@ -240,7 +240,8 @@ def hidden_option(name: str, args: Sequence[Word], *, stop: bool = False) -> Wor
     """A word where the shell may put an option only at run time: `-$x`, `--$x=F`, `$OPTS`,
     `*` matching a file named `-i` (see `Opts.computed`)."""
     short_arg, long_arg = OPTION_VALUES.get(name, ("", ()))
-    return Opts(args, short_arg, long_arg, stop=stop).computed
+    flags = EXACT_FLAGS.get(name, ())
+    return Opts(args, short_arg, long_arg, stop=stop, flags=flags).computed
 
 
 def read_only_rule(name: str, args: list[Word]) -> Assessment:

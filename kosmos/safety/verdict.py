@@ -35,7 +35,8 @@ class Assessment:
     verdict: Verdict
     reason: str
     # A read through a local service's unix or netlink socket (`systemctl status`, `ss`,
-    # `docker ps`): the kernel lock must leave such sockets open for it to work.
+    # `docker ps`): the kernel lock must leave such sockets open for it to work. On a whole
+    # line, only when no other program in it could open one (`catalogue.NO_SOCKETS`).
     service: bool = False
     # It reads secret material (a key file, a process's environment, a secret-named variable):
     # the kernel lock, which stops writes, cannot keep that from the LLM, so it is asked for

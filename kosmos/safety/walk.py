@@ -16,7 +16,16 @@ from dataclasses import dataclass, field, replace
 
 from kosmos.safety.arith import arith_hazard, test_hazard, word_hazard
 from kosmos.safety.builtins import BUILTINS
-from kosmos.safety.catalogue import DOWNLOADERS, FORK_BOMB, HOME, NET_DEVICES, SHELLS, SINKS
+from kosmos.safety.catalogue import (
+    DOWNLOADERS,
+    FORK_BOMB,
+    HOME,
+    NET_DEVICES,
+    NO_SOCKETS,
+    SERVICE_READS,
+    SHELLS,
+    SINKS,
+)
 from kosmos.safety.danger import danger, text_danger
 from kosmos.safety.paths import (
     command_name,
@@ -78,9 +87,10 @@ class Walk:
     depth: int = 0
     worst: Assessment | None = None
     names: list[str] = field(default_factory=list)
-    service: bool = False  # some read goes through a local service's socket
+    service: bool = False  # some read goes through a local service's socket (see `result`)
     secret: bool = False  # some part reads secret material
     conditional: bool = False  # walking a part of the line that may not run
+    fed_nothing: bool = False  # the command walked is fed by a bare `echo |` or `true |`
 
     def add(self, finding: Assessment) -> None:
         self.secret = self.secret or finding.secret
@@ -99,7 +109,10 @@ class Walk:
         if not names:
             return ro("nothing runs")
         shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return ro(f"read-only: {shown}", service=self.service)
+        # The lock's socket exception covers every program of the line: only when each is a
+        # service read or opens no socket of its own (`catalogue.NO_SOCKETS`).
+        service = self.service and all(n in SERVICE_READS or n in NO_SOCKETS for n in names)
+        return ro(f"read-only: {shown}", service=service)
 
     def child(self, dialect: Dialect) -> Walk:
         return Walk(
@@ -124,8 +137,11 @@ class Walk:
         downloader = ""
         earlier: list[Word] = []  # the words of the commands before, for `... | xargs cat`
         dump = False  # what comes down the pipe is every variable with its value (`env |`)
-        for command in pipeline.commands:
+        for i, command in enumerate(pipeline.commands):
+            # what an `echo |` feeds the next command: one empty line, or s_client's `Q`
+            self.fed_nothing = i > 0 and _says_nothing(pipeline.commands[i - 1])
             core = self.command(command, alone)
+            self.fed_nothing = False
             if dump:
                 name = command_name(core[0].text) if core and core[0].literal else "?"
                 reason = dump_reads_secrets(name, core[1:])
@@ -215,6 +231,10 @@ class Walk:
             return []
         finding, core = self.argv(words, functions=True)
         self.add(finding)
+        quiet = _null_stdin(command) or (self.fed_nothing and not _stdin_redirected(command))
+        if finding.verdict == "read_only" and _sends_stdin(core) and not quiet:
+            # `printf 'POST /x ...' | openssl s_client -connect 127.0.0.1:443`
+            self.add(write("openssl s_client sends what it reads: a read needs </dev/null"))
         if core and core[0].literal and runs_its_input(command_name(core[0].text), core[1:]):
             # `sh < <(curl ...)`, `bash <<EOF` with a $(curl ...) in the body
             fed = [r for r in command.redirects if r.op in ("<", "<<", "<<-", "<<<")]
@@ -356,6 +376,46 @@ class Walk:
         if mentions_download(word):
             return dangerous(f'runs a downloaded script ({label} "$(curl ...)")')
         return write(f"{label} runs a script built at run time")
+
+
+def _sends_stdin(core: list[Word]) -> bool:
+    """Whether the argv sends what it reads on standard input to the host it reaches."""
+    if len(core) < 2 or not core[0].literal:
+        return False
+    return command_name(core[0].text) == "openssl" and core[1].text == "s_client"
+
+
+def _stdin_redirects(command: Simple) -> list[Redirect]:
+    return [
+        r
+        for r in command.redirects
+        if (r.fd if r.fd is not None else (0 if r.op[0] == "<" else 1)) == 0
+    ]
+
+
+def _stdin_redirected(command: Simple) -> bool:
+    return bool(_stdin_redirects(command))
+
+
+def _null_stdin(command: Simple) -> bool:
+    """Whether the command's own last redirection of descriptor 0 is `< /dev/null`: then no
+    pipe, here-string or outer redirection reaches its standard input."""
+    found = _stdin_redirects(command)
+    last = found[-1] if found else None
+    return (
+        last is not None
+        and last.op == "<"
+        and last.target.literal
+        and normpath(last.target.text) == "/dev/null"
+    )
+
+
+def _says_nothing(command: Command) -> bool:
+    """`echo`, `echo Q` (s_client's quit), `echo -n`, `true`, `:`, with no redirection."""
+    if not isinstance(command, Simple) or command.assigns or command.redirects:
+        return False
+    texts = [w.text if w.literal else "$" for w in command.words]
+    return texts in (["echo"], ["echo", "Q"], ["echo", "-n"], ["true"], [":"])
 
 
 def rough_danger(text: str) -> str | None:
